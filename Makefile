@@ -1,0 +1,31 @@
+# The README's two promises: `make run` runs the system, `make test` runs the tests.
+# Both create .venv/ and install the project into it first (once, and again whenever
+# pyproject.toml changes).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+
+.PHONY: run test install bench lint
+
+install: $(INSTALLED)
+
+$(INSTALLED): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(INSTALLED)
+
+run: $(INSTALLED)
+	$(BIN)/python scripts/run.py
+
+test: $(INSTALLED)
+	$(BIN)/python -m pytest
+
+bench: $(INSTALLED)
+	$(BIN)/python -m bench
+
+lint: $(INSTALLED)
+	$(BIN)/python -m pip install --quiet ruff mypy
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy workflows activities gateway worker.py settings.py

@@ -1,0 +1,1 @@
+"""Everything with I/O: the agents' model calls and tools, run as Temporal activities."""

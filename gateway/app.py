@@ -1,0 +1,205 @@
+"""The FastAPI application: AG-UI endpoints over the thread workflows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Annotated, Any
+
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    AgentCapabilities,
+    BaseEvent,
+    RunAgentInput,
+    RunStartedEvent,
+)
+from ag_ui.encoder import EventEncoder
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import ValidationError
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from gateway.errors import (
+    TEMPORAL_ERRORS,
+    ApiError,
+    GatewayErrorCode,
+    api_error_handler,
+    run_error_from,
+    temporal_unavailable,
+)
+from gateway.streaming import RunStream, start_run, workflow_id_for
+from settings import Settings, connect
+from workflows.agents import AGENTS
+from workflows.runtime import Agent
+from workflows.thread import ThreadWorkflow
+
+
+def create_app(settings: Settings | None = None, client: Client | None = None) -> FastAPI:
+    """Build the gateway.
+
+    Args:
+        settings: Defaults to the environment's.
+        client: A connected Temporal client to use; by default one is created (lazily,
+            so the gateway starts even while Temporal is down) when the app starts.
+    """
+    resolved = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.client = client or await connect(lazy=True)
+        yield
+
+    app = FastAPI(title="AG-UI on Temporal", lifespan=lifespan)
+    app.state.settings = resolved
+    app.add_exception_handler(ApiError, api_error_handler)
+    _add_routes(app)
+    return app
+
+
+def _client(request: Request) -> Client:
+    client: Client = request.app.state.client
+    return client
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def _agent(agent_id: str) -> Agent:
+    agent = AGENTS.get(agent_id)
+    if agent is None:
+        raise ApiError(
+            404,
+            GatewayErrorCode.UNKNOWN_AGENT,
+            f"No agent named {agent_id!r}; known agents: {', '.join(sorted(AGENTS))}.",
+        )
+    return agent
+
+
+async def _run_input(request: Request) -> RunAgentInput:
+    """The request body as a ``RunAgentInput``, or a 400/422 saying what is wrong."""
+    try:
+        body: Any = json.loads(await request.body())
+    except ValueError as err:
+        raise ApiError(
+            400, GatewayErrorCode.MALFORMED_JSON, f"The body is not valid JSON: {err}."
+        ) from err
+    try:
+        return RunAgentInput.model_validate(body)
+    except ValidationError as err:
+        raise ApiError(
+            422,
+            GatewayErrorCode.INVALID_RUN_INPUT,
+            "The body is not an AG-UI RunAgentInput.",
+            details=json.loads(err.json(include_url=False, include_context=False)),
+        ) from err
+
+
+ClientDep = Annotated[Client, Depends(_client)]
+SettingsDep = Annotated[Settings, Depends(_settings)]
+AgentDep = Annotated[Agent, Depends(_agent)]
+RunInputDep = Annotated[RunAgentInput, Depends(_run_input)]
+
+
+async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator[BaseEvent]:
+    """The run's events, always closed by ``RUN_FINISHED`` or ``RUN_ERROR``.
+
+    A run the thread rejected never started there, but AG-UI requires every run to open
+    with ``RUN_STARTED``, so the gateway opens it before reporting the error; the thread
+    records none of it.
+    """
+    started = False
+    try:
+        async for event in stream.events():
+            started = True
+            yield event
+    except (WorkflowUpdateFailedError, *TEMPORAL_ERRORS) as err:
+        if not started:
+            yield RunStartedEvent(
+                thread_id=run_input.thread_id,
+                run_id=run_input.run_id,
+                protocol_version=PROTOCOL_VERSION,
+            )
+        yield run_error_from(err)
+
+
+def _sse(events: AsyncIterator[BaseEvent]) -> StreamingResponse:
+    """An AG-UI event stream as a ``text/event-stream`` response."""
+    encoder = EventEncoder()
+
+    async def body() -> AsyncIterator[str]:
+        async for event in events:
+            yield encoder.encode(event)
+
+    return StreamingResponse(
+        body(),
+        media_type=encoder.get_content_type(),
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+def _add_routes(app: FastAPI) -> None:
+    @app.post("/agents/{agent_id}", response_class=StreamingResponse)
+    async def run_agent(
+        agent: AgentDep, run_input: RunInputDep, client: ClientDep, settings: SettingsDep
+    ) -> StreamingResponse:
+        """Run the agent on ``run_input.threadId`` and stream the run's AG-UI events."""
+        try:
+            stream = await start_run(client, settings, agent.name, run_input)
+        except TEMPORAL_ERRORS as err:
+            raise temporal_unavailable(err) from err
+        return _sse(_guarded(run_input, stream))
+
+    @app.get("/agents")
+    async def list_agents() -> dict[str, Any]:
+        """Every agent this gateway serves, with its capabilities."""
+        return {
+            "agents": [
+                {
+                    "name": agent.name,
+                    "description": agent.description,
+                    "capabilities": agent.capabilities().model_dump(mode="json", by_alias=True),
+                }
+                for agent in AGENTS.values()
+            ]
+        }
+
+    @app.get("/agents/{agent_id}/capabilities")
+    async def capabilities(agent: AgentDep) -> JSONResponse:
+        """The agent's AG-UI ``AgentCapabilities``."""
+        declared: AgentCapabilities = agent.capabilities()
+        return JSONResponse(declared.model_dump(mode="json", by_alias=True))
+
+    @app.get("/threads/{thread_id}")
+    async def thread(thread_id: str, client: ClientDep) -> JSONResponse:
+        """The thread's messages, state and runs."""
+        handle = client.get_workflow_handle_for(ThreadWorkflow.run, workflow_id_for(thread_id))
+        try:
+            view = await handle.query(ThreadWorkflow.view)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise ApiError(
+                    404, GatewayErrorCode.UNKNOWN_THREAD, f"No thread {thread_id!r}."
+                ) from err
+            raise temporal_unavailable(err) from err
+        except RuntimeError as err:
+            raise temporal_unavailable(err) from err
+        return JSONResponse(view.model_dump(mode="json", by_alias=True))
+
+    @app.get("/healthz")
+    async def healthz(client: ClientDep, settings: SettingsDep) -> JSONResponse:
+        """Whether the gateway can reach Temporal."""
+        timeout = timedelta(seconds=settings.healthz_timeout_seconds)
+        try:
+            healthy = await client.service_client.check_health(timeout=timeout)
+            detail = "ok" if healthy else "Temporal reports its service as not serving"
+        except TEMPORAL_ERRORS as err:
+            healthy, detail = False, f"Temporal is unreachable: {err}"
+        return JSONResponse(
+            {"status": "ok" if healthy else "unavailable", "temporal": detail},
+            status_code=200 if healthy else 503,
+        )

@@ -1,0 +1,75 @@
+"""How the gateway reports failures: a JSON body before a stream starts, a
+``RUN_ERROR`` event after.
+
+Every error carries a stable ``code``: the gateway's own below, or the workflow's
+:class:`workflows.errors.ErrorCode` passed through unchanged.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from ag_ui.core import RunErrorEvent
+from fastapi import Request
+from fastapi.responses import JSONResponse
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
+
+
+class GatewayErrorCode(StrEnum):
+    """Errors the gateway finds itself, before anything reaches a workflow."""
+
+    MALFORMED_JSON = "MALFORMED_JSON"
+    INVALID_RUN_INPUT = "INVALID_RUN_INPUT"
+    UNKNOWN_AGENT = "UNKNOWN_AGENT"
+    UNKNOWN_THREAD = "UNKNOWN_THREAD"
+    TEMPORAL_UNAVAILABLE = "TEMPORAL_UNAVAILABLE"
+
+
+TEMPORAL_ERRORS: tuple[type[Exception], ...] = (RPCError, RuntimeError)
+"""What a Temporal call raises when the server cannot serve it: an ``RPCError``, or a
+``RuntimeError`` when a lazily connected client fails to connect at all."""
+
+
+class ApiError(Exception):
+    """An HTTP error answered as ``{"error": {"code", "message", "details"?}}``."""
+
+    def __init__(
+        self, status: int, code: GatewayErrorCode, message: str, details: Any = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+async def api_error_handler(_: Request, exc: Exception) -> JSONResponse:
+    """Render an :class:`ApiError` as its JSON body."""
+    assert isinstance(exc, ApiError)
+    body: dict[str, Any] = {"code": exc.code.value, "message": exc.message}
+    if exc.details is not None:
+        body["details"] = exc.details
+    return JSONResponse({"error": body}, status_code=exc.status)
+
+
+def temporal_unavailable(err: Exception) -> ApiError:
+    """The 503 answered when Temporal cannot be reached."""
+    return ApiError(503, GatewayErrorCode.TEMPORAL_UNAVAILABLE, f"Temporal is unavailable: {err}")
+
+
+def run_error_from(err: BaseException) -> RunErrorEvent:
+    """The ``RUN_ERROR`` event for a failure met while starting or streaming a run.
+
+    A run rejected by the thread workflow keeps the workflow's stable code; anything
+    else means Temporal could not be reached.
+    """
+    if isinstance(err, WorkflowUpdateFailedError) and isinstance(err.cause, ApplicationError):
+        code = err.cause.type or "RUN_REJECTED"
+        return RunErrorEvent(message=err.cause.message, code=code)
+    return RunErrorEvent(
+        message=f"Temporal is unavailable: {err}",
+        code=GatewayErrorCode.TEMPORAL_UNAVAILABLE.value,
+    )

@@ -1,0 +1,125 @@
+"""The bridge from a thread workflow's run to a stream of AG-UI events.
+
+A run is one workflow update. While the update is in flight the gateway reads the
+run's new events with the ``events`` query, by offset; when the update completes its
+result carries every event of the run, so the terminal event reaches the client as soon
+as the run ends, never a poll interval later. Short runs therefore cost one update and
+no queries at all. ``bench/`` measures this against alternatives; this module is the one
+place the choice lives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import AsyncIterator
+
+from ag_ui.core import BaseEvent, RunAgentInput
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowHandle,
+    WorkflowUpdateHandle,
+    WorkflowUpdateStage,
+)
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+)
+
+from settings import Settings
+from workflows import search_attributes
+from workflows.models import EventsQuery, RunReply, RunRequest, ThreadStart
+from workflows.thread import ThreadWorkflow
+
+
+def workflow_id_for(thread_id: str) -> str:
+    """The id of the workflow that holds AG-UI thread ``thread_id``."""
+    return f"agui-thread-{thread_id}"
+
+
+def run_key_for(run_input: RunAgentInput) -> str:
+    """The update id for a run: the same request sent twice is the same update.
+
+    Temporal answers a repeated update id with the first update's outcome, so a client
+    retrying a run gets its events instead of a second execution. The digest tells apart
+    different requests that reuse a ``runId``.
+    """
+    canonical = json.dumps(run_input.model_dump(mode="json", by_alias=True), sort_keys=True)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    return f"{run_input.run_id}:{digest}"
+
+
+class RunStream:
+    """A run accepted by its thread workflow, whose events can be streamed once."""
+
+    def __init__(
+        self,
+        thread: WorkflowHandle[ThreadWorkflow, None],
+        update: WorkflowUpdateHandle[RunReply],
+        poll_seconds: float,
+    ) -> None:
+        self._thread = thread
+        self._update = update
+        self._poll_seconds = poll_seconds
+
+    async def events(self) -> AsyncIterator[BaseEvent]:
+        """The run's events in order, ending with its terminal event."""
+        result = asyncio.ensure_future(self._update.result())
+        after = 0
+        try:
+            while True:
+                done, _ = await asyncio.wait({result}, timeout=self._poll_seconds)
+                if done:
+                    break
+                page = await self._thread.query(
+                    ThreadWorkflow.events, EventsQuery(run_key=self._update.id, after=after)
+                )
+                for item in page.events:
+                    after = item.seq
+                    yield item.event
+            for item in result.result().events:
+                if item.seq > after:
+                    yield item.event
+        finally:
+            result.cancel()
+
+
+async def start_run(
+    client: Client, settings: Settings, agent: str, run_input: RunAgentInput
+) -> RunStream:
+    """Hand a run to its thread's workflow, starting the workflow on the thread's first run.
+
+    Returns once the workflow has received the run. A run the workflow rejects raises
+    ``WorkflowUpdateFailedError`` (its cause carries the stable code) from
+    :meth:`RunStream.events`, as update-with-start reports rejections with the outcome.
+
+    Raises:
+        RPCError: Temporal could not be reached.
+    """
+    workflow_id = workflow_id_for(run_input.thread_id)
+    start = WithStartWorkflowOperation(
+        ThreadWorkflow.run,
+        ThreadStart(thread_id=run_input.thread_id, agent=agent),
+        id=workflow_id,
+        task_queue=settings.task_queue,
+        # Concurrent first runs of one thread must share one workflow, not race to make two.
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        search_attributes=TypedSearchAttributes(
+            [
+                SearchAttributePair(search_attributes.AGENT, agent),
+                SearchAttributePair(search_attributes.THREAD_STATUS, "idle"),
+            ]
+        ),
+    )
+    update = await client.start_update_with_start_workflow(
+        ThreadWorkflow.run_agent,
+        RunRequest(agent=agent, input=run_input),
+        id=run_key_for(run_input),
+        start_workflow_operation=start,
+        wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+    )
+    thread = client.get_workflow_handle_for(ThreadWorkflow.run, workflow_id)
+    return RunStream(thread, update, settings.stream_poll_seconds)

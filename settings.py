@@ -1,0 +1,56 @@
+"""Configuration for every process of the engine, read from the environment.
+
+The Temporal connection follows Temporal's own environment configuration
+(``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``, ``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*``,
+``TEMPORAL_PROFILE`` and the TOML config file), so a deployment that already talks to a
+cluster through the ``temporal`` CLI needs nothing new. Everything the engine adds on top
+is an ``AGUI_*`` variable declared on :class:`Settings`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfig
+
+DEFAULT_TEMPORAL_ADDRESS = "localhost:7233"
+
+
+class Settings(BaseSettings):
+    """The engine's own settings; each field is read from ``AGUI_<FIELD>``."""
+
+    model_config = SettingsConfigDict(env_prefix="AGUI_", frozen=True)
+
+    task_queue: str = "agui-threads"
+    """Task queue the thread workflows and their activities run on."""
+    gateway_host: str = "127.0.0.1"
+    gateway_port: int = 8000
+    stream_poll_seconds: float = 0.05
+    """How often the gateway reads a run's new events while the run is in flight."""
+    healthz_timeout_seconds: float = 2.0
+    worker_shutdown_seconds: float = 30.0
+    """How long a stopping worker lets running activities finish before cancelling them."""
+
+
+def temporal_connect_config() -> dict[str, Any]:
+    """Connection arguments for :meth:`Client.connect` from Temporal's env config."""
+    config: dict[str, Any] = dict(ClientConfig.load_client_connect_config())
+    config.setdefault("target_host", DEFAULT_TEMPORAL_ADDRESS)
+    return config
+
+
+async def connect(*, lazy: bool = False) -> Client:
+    """Connect to Temporal with the engine's one data converter.
+
+    Args:
+        lazy: Return at once and connect on first use, so a process can start (and report
+            itself unhealthy) while Temporal is still down.
+    """
+    return await Client.connect(
+        **temporal_connect_config(),
+        data_converter=pydantic_data_converter,
+        lazy=lazy,
+    )

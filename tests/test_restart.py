@@ -1,0 +1,126 @@
+"""Threads outlive every process: the server, the worker and the gateway."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx
+from temporalio.client import Client
+
+from tests.helpers import (
+    eventually,
+    free_port,
+    post_run,
+    run_input,
+    serve_stack,
+    start_dev_server,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def test_a_thread_survives_a_restart_of_everything(tmp_path: Path) -> None:
+    database = tmp_path / "temporal.sqlite"
+    thread_id = f"thread-{uuid.uuid4()}"
+    task_queue = f"tq-{uuid.uuid4()}"
+
+    server = await start_dev_server(database)
+    async with serve_stack(server.client, task_queue) as stack:
+        await post_run(stack.http, "demo", run_input(thread_id, "r1", "before"))
+        before = (await stack.http.get(f"/threads/{thread_id}")).json()
+    await server.shutdown()
+
+    server = await start_dev_server(database)
+    try:
+        async with serve_stack(server.client, task_queue) as stack:
+            after = (await stack.http.get(f"/threads/{thread_id}")).json()
+            assert after == before
+            assert [m["content"] for m in after["messages"]] == ["before", "You said: before"]
+
+            body = run_input(thread_id, "r2", "before", "after")
+            body["messages"].insert(1, after["messages"][1])
+            events = await post_run(stack.http, "demo", body)
+            assert events[-1]["outcome"] == {"type": "success"}
+            thread = (await stack.http.get(f"/threads/{thread_id}")).json()
+            assert [m["content"] for m in thread["messages"]] == [
+                "before",
+                "You said: before",
+                "after",
+                "You said: after",
+            ]
+    finally:
+        await server.shutdown()
+
+
+async def test_the_gateway_reports_temporal_down_and_recovers_when_it_returns() -> None:
+    port = free_port()
+    os.environ["TEMPORAL_ADDRESS"] = f"127.0.0.1:{port}"
+    try:
+        # No client handed in: the gateway connects lazily, as in production.
+        async with serve_stack(None) as stack:
+            health = await stack.http.get("/healthz")
+            assert health.status_code == 503
+            assert health.json()["status"] == "unavailable"
+            body = run_input(f"thread-{uuid.uuid4()}", "r1", "hello")
+            response = await stack.http.post("/agents/demo", json=body)
+            assert response.status_code == 503
+            assert response.json()["error"]["code"] == "TEMPORAL_UNAVAILABLE"
+
+            server = await start_dev_server(port=port)
+            try:
+                async with serve_stack(server.client) as worker_side:
+
+                    async def healthy() -> bool:
+                        return (await stack.http.get("/healthz")).status_code == 200
+
+                    await eventually(healthy, what="the gateway to see Temporal again")
+                    # Route the run to the worker's task queue through a gateway that
+                    # shares the recovered lazy client's server.
+                    events = await post_run(worker_side.http, "demo", body)
+                    assert events[-1]["outcome"] == {"type": "success"}
+            finally:
+                await server.shutdown()
+    finally:
+        del os.environ["TEMPORAL_ADDRESS"]
+
+
+async def test_worker_and_gateway_processes_serve_runs_and_stop_cleanly_on_sigterm(
+    client: Client,
+) -> None:
+    gateway_port = free_port()
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "AGUI_TASK_QUEUE": f"tq-{uuid.uuid4()}",
+        "AGUI_GATEWAY_PORT": str(gateway_port),
+    }
+    processes = [
+        subprocess.Popen([sys.executable, "worker.py"], cwd=ROOT, env=env),
+        subprocess.Popen([sys.executable, "-m", "gateway"], cwd=ROOT, env=env),
+    ]
+    try:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{gateway_port}", timeout=30
+        ) as http:
+
+            async def healthy() -> bool:
+                try:
+                    return (await http.get("/healthz")).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            await eventually(healthy, timeout=30, what="the gateway process")
+            events = await post_run(http, "demo", run_input(f"t-{uuid.uuid4()}", "r1", "hi"))
+            assert events[-1]["outcome"] == {"type": "success"}
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        codes = await asyncio.gather(*(asyncio.to_thread(p.wait, 30) for p in processes))
+    # uvicorn shuts down gracefully, then re-raises the signal it caught.
+    assert codes == [0, -signal.SIGTERM]

@@ -1,0 +1,87 @@
+"""Run the engine's Temporal worker: the thread workflow and every activity.
+
+``python worker.py`` connects with the environment's Temporal settings (see
+``settings.py``), registers the engine's search attributes if the namespace lacks them,
+and polls the task queue until SIGINT or SIGTERM, then drains in-flight tasks and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from datetime import timedelta
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.model import generate_reply
+from settings import Settings, connect
+from workflows import search_attributes
+from workflows.thread import ThreadWorkflow
+
+WORKFLOWS: Sequence[type] = [ThreadWorkflow]
+ACTIVITIES: Sequence[Callable[..., Any]] = [generate_reply]
+
+log = logging.getLogger("agui.worker")
+
+
+async def ensure_search_attributes(client: Client) -> None:
+    """Register the engine's search attributes in the client's namespace if missing.
+
+    Idempotent. A thread workflow cannot set an unregistered attribute, so the worker
+    refuses to start without them rather than leave threads stuck.
+    """
+    namespace = client.namespace
+    existing = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=namespace)
+    )
+    missing = {
+        key.name: key.indexed_value_type.value
+        for key in search_attributes.ALL
+        if key.name not in existing.custom_attributes
+    }
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)
+        )
+        log.info("registered search attributes %s in %s", sorted(missing), namespace)
+
+
+def build_worker(client: Client, settings: Settings) -> Worker:
+    """The worker for the configured task queue with the engine's workflows and activities."""
+    return Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=WORKFLOWS,
+        activities=ACTIVITIES,
+        graceful_shutdown_timeout=timedelta(seconds=settings.worker_shutdown_seconds),
+    )
+
+
+async def main() -> None:
+    """Run the worker until SIGINT/SIGTERM, then shut down gracefully."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    settings = Settings()
+    client = await connect()
+    await ensure_search_attributes(client)
+    worker = build_worker(client, settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    async with worker:
+        log.info("worker polling task queue %r", settings.task_queue)
+        await stop.wait()
+        log.info("shutting down: finishing in-flight tasks")
+    log.info("worker stopped")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
