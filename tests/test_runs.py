@@ -69,6 +69,7 @@ async def test_runs_on_a_thread_share_one_workflow_and_messages_are_not_duplicat
     assert [run["runId"] for run in thread["runs"]] == ["r1", "r2"]
     assert [run["status"] for run in thread["runs"]] == ["succeeded", "succeeded"]
     assert thread["status"] == "idle"
+    assert thread["interrupts"] == []
     assert stack.client is not None
     assert await workflow_count(stack.client, thread_id) == 1
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from ag_ui.core import Event, Message, RunAgentInput
+from ag_ui.core import Event, Interrupt, Message, RunAgentInput
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
@@ -56,6 +56,8 @@ class ThreadState(Model):
     agent: str
     messages: list[Message] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict)
+    interrupts: list[Interrupt] = Field(default_factory=list)
+    """The thread's open interrupts: a run that ends on them waits for their answers."""
     runs: list[RunRecord] = Field(default_factory=list)
     events: list[SequencedEvent] = Field(default_factory=list)
 
@@ -106,4 +108,5 @@ class ThreadView(Model):
     status: ThreadStatus
     messages: list[Message]
     state: dict[str, Any]
+    interrupts: list[Interrupt]
     runs: list[RunRecord]

@@ -123,13 +123,14 @@ class ThreadWorkflow:
 
     @workflow.query
     def view(self) -> ThreadView:
-        """The thread's messages, state and runs."""
+        """The thread's messages, state, open interrupts and runs."""
         return ThreadView(
             thread_id=self._thread.thread_id,
             agent=self._thread.agent,
             status="running" if self._run_lock.locked() else "idle",
             messages=self._thread.messages,
             state=self._thread.state,
+            interrupts=self._thread.interrupts,
             runs=self._thread.runs,
         )
 
