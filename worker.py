@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 from datetime import timedelta
 from collections.abc import Callable, Sequence
@@ -85,3 +86,7 @@ async def main() -> None:
 
 if __name__ == "__main__":
     asyncio.run(main())
+    # The worker has drained and stopped. Skip interpreter teardown: the Temporal core's
+    # native threads can outlive it and abort CPython's finalization (SIGABRT).
+    logging.shutdown()
+    os._exit(0)

@@ -20,8 +20,8 @@ class Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
-RunStatus = Literal["running", "succeeded", "failed"]
-ThreadStatus = Literal["idle", "running"]
+RunStatus = Literal["running", "succeeded", "interrupted", "failed"]
+ThreadStatus = Literal["idle", "running", "waiting"]
 
 
 class RunRecord(Model):
@@ -49,6 +49,18 @@ class SequencedEvent(Model):
     event: Event
 
 
+class AppliedAnswer(Model):
+    """An interrupt's answer as applied: the ledger that makes resumes idempotent."""
+
+    interrupt_id: str
+    status: Literal["resolved", "cancelled", "expired"]
+    key: str
+    """``(interruptId, status, payload)`` canonicalised (see ``interrupts.answer_key``)."""
+    run_key: str
+    """The run that applied it."""
+    expires_at: str | None = None
+
+
 class ThreadState(Model):
     """All mutable state of a thread: the one object continue-as-new carries."""
 
@@ -58,6 +70,8 @@ class ThreadState(Model):
     state: dict[str, Any] = Field(default_factory=dict)
     interrupts: list[Interrupt] = Field(default_factory=list)
     """The thread's open interrupts: a run that ends on them waits for their answers."""
+    applied: dict[str, AppliedAnswer] = Field(default_factory=dict)
+    """Every answer applied, by interrupt id."""
     runs: list[RunRecord] = Field(default_factory=list)
     events: list[SequencedEvent] = Field(default_factory=list)
 

@@ -7,7 +7,9 @@ message list and state stay consistent whatever the agent does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import json
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from temporalio import workflow
@@ -17,13 +19,38 @@ with workflow.unsafe.imports_passed_through():
         AgentCapabilities,
         AssistantMessage,
         BaseEvent,
+        FunctionCall,
+        Interrupt,
         Message,
         RunAgentInput,
         TextMessageContentEvent,
         TextMessageEndEvent,
         TextMessageStartEvent,
+        ToolCall,
+        ToolCallArgsEvent,
+        ToolCallEndEvent,
+        ToolCallResultEvent,
+        ToolCallStartEvent,
+        ToolMessage,
         UserMessage,
     )
+
+    from workflows.interrupts import Answer
+    from workflows.models import Model
+
+
+class InterruptRequest(Model):
+    """An interrupt as agent code asks for it; the thread gives it its id."""
+
+    reason: str
+    message: str | None = None
+    tool_call_id: str | None = None
+    response_schema: dict[str, Any] | None = None
+    expires_at: datetime | None = None
+    metadata: dict[str, Any] | None = None
+
+
+Ask = Callable[[list[Interrupt]], Awaitable[list[Answer]]]
 
 
 class RunContext:
@@ -33,8 +60,9 @@ class RunContext:
         input: The run's AG-UI input, as the client sent it.
         messages: The thread's messages, oldest first (read-only: use ``add_message``).
         state: The thread's shared state (the dict itself: agents mutate it in place).
-        emit: Appends an event to the thread's event log for this run.
+        emit: Appends an event to the thread's event log, to the run in progress.
         add_message: Appends a message to the thread's conversation.
+        ask: Opens interrupts on the thread and waits, durably, for their answers.
     """
 
     def __init__(
@@ -44,12 +72,73 @@ class RunContext:
         state: dict[str, Any],
         emit: Callable[[BaseEvent], None],
         add_message: Callable[[Message], None],
+        ask: Ask,
     ) -> None:
         self.input = input
         self.messages = messages
         self.state = state
         self.emit = emit
         self.add_message = add_message
+        self._ask = ask
+
+    async def interrupt_all(self, requests: Sequence[InterruptRequest]) -> list[Answer]:
+        """Pause for several answers at once; the run ends with all of them as interrupts.
+
+        Returns the answers in the order of ``requests`` once a resume (or expiry) has
+        closed every one of them. The wait is durable: it survives any restart.
+        """
+        interrupts = [
+            Interrupt(
+                # workflow.uuid4() replays to the same id.
+                id=f"int-{workflow.uuid4()}",
+                reason=request.reason,
+                message=request.message,
+                tool_call_id=request.tool_call_id,
+                response_schema=request.response_schema,
+                expires_at=_iso_utc(request.expires_at) if request.expires_at else None,
+                metadata=request.metadata,
+            )
+            for request in requests
+        ]
+        return await self._ask(interrupts)
+
+    def propose_tool_calls(self, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[ToolCall]:
+        """Announce tool calls as one assistant turn (``TOOL_CALL_START/ARGS/END``).
+
+        Args:
+            calls: ``(tool name, arguments)`` pairs.
+        """
+        message_id = str(workflow.uuid4())
+        tool_calls = []
+        for name, arguments in calls:
+            call = ToolCall(
+                id=f"tc-{workflow.uuid4()}",
+                function=FunctionCall(name=name, arguments=json.dumps(arguments)),
+            )
+            self.emit(
+                ToolCallStartEvent(
+                    tool_call_id=call.id, tool_call_name=name, parent_message_id=message_id
+                )
+            )
+            self.emit(ToolCallArgsEvent(tool_call_id=call.id, delta=call.function.arguments))
+            self.emit(ToolCallEndEvent(tool_call_id=call.id))
+            tool_calls.append(call)
+        self.add_message(AssistantMessage(id=message_id, tool_calls=tool_calls))
+        return tool_calls
+
+    def tool_result(self, call: ToolCall, content: str) -> None:
+        """Report a tool call's outcome (``TOOL_CALL_RESULT``) and add it to the thread."""
+        message_id = str(workflow.uuid4())
+        self.emit(
+            ToolCallResultEvent(
+                message_id=message_id, tool_call_id=call.id, content=content, role="tool"
+            )
+        )
+        self.add_message(ToolMessage(id=message_id, tool_call_id=call.id, content=content))
+
+    def now(self) -> datetime:
+        """The current time, as workflow code must read it."""
+        return workflow.now()
 
     def latest_user_text(self) -> str:
         """The text of the newest user message ("" when there is none)."""
@@ -80,6 +169,11 @@ class RunContext:
         message = AssistantMessage(id=message_id, content=text)
         self.add_message(message)
         return message
+
+
+def _iso_utc(moment: datetime) -> str:
+    """``2026-11-25T17:00:00Z``: ISO-8601 in UTC, as AG-UI's ``expiresAt`` expects."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 class Agent(Protocol):

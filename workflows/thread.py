@@ -11,10 +11,13 @@ with workflow.unsafe.imports_passed_through():
     from ag_ui.core import (
         PROTOCOL_VERSION,
         BaseEvent,
+        Interrupt,
         Message,
         MessagesSnapshotEvent,
+        ResumeEntry,
         RunErrorEvent,
         RunFinishedEvent,
+        RunFinishedInterruptOutcome,
         RunFinishedSuccessOutcome,
         RunStartedEvent,
         StateSnapshotEvent,
@@ -23,7 +26,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows import search_attributes
     from workflows.agents import AGENTS
     from workflows.errors import ErrorCode, rejection
+    from workflows.interrupts import Answer, answer_key, check_resume, is_replay, parse_expiry
     from workflows.models import (
+        AppliedAnswer,
         EventPage,
         EventsQuery,
         RunRecord,
@@ -41,14 +46,15 @@ with workflow.unsafe.imports_passed_through():
 
 @workflow.defn
 class ThreadWorkflow:
-    """One AG-UI thread: its messages, shared state, runs and their events.
+    """One AG-UI thread: its messages, shared state, interrupts, runs and their events.
 
-    The workflow lives as long as the thread; each AG-UI run is one update.
+    The workflow lives as long as the thread. Each AG-UI run is one update; the agent's
+    turn is a workflow task that may span runs, paused on interrupts in between.
 
     Update:
         run_agent(RunRequest) -> RunReply: executes one run to its terminal event and
-            returns the run's events. Its validator rejects input for another thread or
-            agent without touching history.
+            returns the run's events. Its validator enforces the interrupt contract and
+            rejects bad input without touching history.
     Queries:
         events(EventsQuery) -> EventPage: a run's events after an offset, which the
             gateway streams while the update is in flight.
@@ -60,8 +66,14 @@ class ThreadWorkflow:
         self._thread = start.state or ThreadState(thread_id=start.thread_id, agent=start.agent)
         self._message_ids = {message.id for message in self._thread.messages}
         self._runs = {run.key: run for run in self._thread.runs}
-        # Runs execute one at a time, in the order their updates were accepted.
+        # Runs (and expiries) change the thread one at a time, in arrival order.
         self._run_lock = asyncio.Lock()
+        self._run: RunRecord | None = None
+        """The run the agent's events go to."""
+        self._turn: asyncio.Task[None] | None = None
+        """The agent's current turn, alive across runs while it waits on interrupts."""
+        self._answers: dict[str, Answer] = {}
+        """Answers applied but not yet taken by the waiting agent."""
 
     @workflow.run
     async def run(self, start: ThreadStart) -> None:
@@ -74,37 +86,15 @@ class ThreadWorkflow:
         async with self._run_lock:
             # Checked again: the thread may have changed while this run waited its turn.
             self._check(request)
+            replayed = self._replay_of(request)
+            if replayed is not None:
+                return RunReply(run_key=replayed.key, events=self._replay(replayed, request))
             run = self._open_run(request)
-            context = RunContext(
-                input=request.input,
-                messages=self._thread.messages,
-                state=self._thread.state,
-                emit=lambda event: self._emit(run, event),
-                add_message=self._add_message,
-            )
-            try:
-                await AGENTS[self._thread.agent].run(context)
-            except ActivityError as err:
-                cause = err.cause or err
-                self._emit(
-                    run,
-                    RunErrorEvent(
-                        message=f"The agent failed: {cause}", code=ErrorCode.AGENT_FAILED
-                    ),
-                )
-                self._close_run(run, "failed")
+            if request.input.resume:
+                self._apply(request.input.resume, run)
             else:
-                self._emit(run, StateSnapshotEvent(snapshot=self._thread.state))
-                self._emit(run, MessagesSnapshotEvent(messages=list(self._thread.messages)))
-                self._emit(
-                    run,
-                    RunFinishedEvent(
-                        thread_id=self._thread.thread_id,
-                        run_id=run.run_id,
-                        outcome=RunFinishedSuccessOutcome(),
-                    ),
-                )
-                self._close_run(run, "succeeded")
+                self._turn = asyncio.create_task(self._take_turn(request))
+            await self._finish_run(run)
             return RunReply(run_key=run.key, events=self._events_of(run))
 
     @run_agent.validator
@@ -127,7 +117,7 @@ class ThreadWorkflow:
         return ThreadView(
             thread_id=self._thread.thread_id,
             agent=self._thread.agent,
-            status="running" if self._run_lock.locked() else "idle",
+            status=self._status(),
             messages=self._thread.messages,
             state=self._thread.state,
             interrupts=self._thread.interrupts,
@@ -151,34 +141,181 @@ class ThreadWorkflow:
             )
         if run_input.state is not None and not isinstance(run_input.state, dict):
             raise rejection(ErrorCode.INVALID_STATE, "The input's state must be a JSON object.")
+        if self._replay_of(request) is None:
+            check_resume(
+                self._thread.interrupts, run_input.resume, self._thread.applied, workflow.now()
+            )
+
+    def _replay_of(self, request: RunRequest) -> RunRecord | None:
+        """The run that already applied exactly this resume (contract rule 5)."""
+        resume = request.input.resume
+        run_key = is_replay(resume, self._thread.applied) if resume else None
+        return self._runs.get(run_key) if run_key else None
+
+    def _replay(self, run: RunRecord, request: RunRequest) -> list[SequencedEvent]:
+        """The events of ``run`` again, opened and closed under the replaying ``runId``."""
+        events = []
+        for item in self._events_of(run):
+            event = item.event
+            if isinstance(event, RunStartedEvent | RunFinishedEvent):
+                event = event.model_copy(update={"run_id": request.input.run_id})
+            events.append(item.model_copy(update={"event": event}))
+        return events
+
+    async def _take_turn(self, request: RunRequest) -> None:
+        context = RunContext(
+            input=request.input,
+            messages=self._thread.messages,
+            state=self._thread.state,
+            emit=self._emit,
+            add_message=self._add_message,
+            ask=self._ask,
+        )
+        await AGENTS[self._thread.agent].run(context)
+
+    async def _ask(self, interrupts: list[Interrupt]) -> list[Answer]:
+        """Open ``interrupts`` and wait until each is answered or has expired."""
+        self._thread.interrupts.extend(interrupts)
+        for interrupt in interrupts:
+            if interrupt.expires_at is not None:
+                # A durable timer per deadline: it fires with or without a client.
+                asyncio.create_task(self._expire_when_due(interrupt))
+        await workflow.wait_condition(lambda: all(i.id in self._answers for i in interrupts))
+        return [self._answers.pop(interrupt.id) for interrupt in interrupts]
+
+    def _apply(self, resume: list[ResumeEntry], run: RunRecord) -> None:
+        """Close the interrupts ``resume`` answers and hand the answers to the agent."""
+        open_by_id = {interrupt.id: interrupt for interrupt in self._thread.interrupts}
+        for entry in resume:
+            interrupt = open_by_id.get(entry.interrupt_id)
+            if interrupt is None:
+                continue  # a cancel for an interrupt that expired: already closed
+            self._close_interrupt(
+                interrupt,
+                Answer(interrupt_id=interrupt.id, status=entry.status, payload=entry.payload),
+                key=answer_key(entry),
+                run_key=run.key,
+            )
+
+    def _close_interrupt(
+        self, interrupt: Interrupt, answer: Answer, key: str, run_key: str
+    ) -> None:
+        self._thread.interrupts.remove(interrupt)
+        self._thread.applied[interrupt.id] = AppliedAnswer(
+            interrupt_id=interrupt.id,
+            status=answer.status,
+            key=key,
+            run_key=run_key,
+            expires_at=interrupt.expires_at,
+        )
+        self._answers[interrupt.id] = answer
+
+    async def _expire_when_due(self, interrupt: Interrupt) -> None:
+        """Close ``interrupt`` as expired at its deadline unless it is answered first.
+
+        When that closes the thread's last open interrupt, the agent continues at once
+        (it sees the answer ``expired``) in a run of its own, so the thread accepts new
+        input again without anyone having to come back.
+        """
+        deadline = parse_expiry(interrupt)
+        assert deadline is not None
+        interrupt_id = interrupt.id
+
+        def is_open() -> bool:
+            return any(i.id == interrupt_id for i in self._thread.interrupts)
+
+        delay = (deadline - workflow.now()).total_seconds()
+        if delay > 0:
+            try:
+                await workflow.wait_condition(
+                    lambda: not is_open(), timeout=delay, timeout_summary=f"expiry {interrupt_id}"
+                )
+                return
+            except TimeoutError:
+                pass
+        async with self._run_lock:
+            if not is_open():
+                return
+            run = self._open_expiry_run()
+            self._close_interrupt(
+                interrupt,
+                Answer(interrupt_id=interrupt_id, status="expired"),
+                key=f"expired:{interrupt_id}",
+                run_key=run.key,
+            )
+            await self._finish_run(run)
+
+    async def _finish_run(self, run: RunRecord) -> None:
+        """Let the agent work until it finishes or waits on interrupts, then end the run."""
+        await workflow.wait_condition(
+            lambda: self._turn is None or self._turn.done() or bool(self._thread.interrupts)
+        )
+        turn = self._turn
+        if turn is not None and turn.done():
+            self._turn = None
+            error = turn.exception()
+            if isinstance(error, ActivityError):
+                cause = error.cause or error
+                self._emit(
+                    RunErrorEvent(
+                        message=f"The agent failed: {cause}", code=ErrorCode.AGENT_FAILED
+                    )
+                )
+                self._close_run(run, "failed")
+                return
+            if error is not None:
+                # A bug in agent code: fail the workflow task so it retries once fixed.
+                raise error
+        self._emit(StateSnapshotEvent(snapshot=self._thread.state))
+        self._emit(MessagesSnapshotEvent(messages=list(self._thread.messages)))
+        outcome = (
+            RunFinishedInterruptOutcome(interrupts=list(self._thread.interrupts))
+            if self._thread.interrupts
+            else RunFinishedSuccessOutcome()
+        )
+        self._emit(
+            RunFinishedEvent(thread_id=self._thread.thread_id, run_id=run.run_id, outcome=outcome)
+        )
+        self._close_run(run, "interrupted" if self._thread.interrupts else "succeeded")
 
     def _open_run(self, request: RunRequest) -> RunRecord:
         """Record the run, take in its new messages and state, emit ``RUN_STARTED``."""
         update = workflow.current_update_info()
-        assert update is not None, "runs only open inside the run_agent update"
-        run = RunRecord(
-            key=update.id,
-            run_id=request.input.run_id,
-            started_at=workflow.now(),
-            first_seq=self._next_seq(),
-        )
-        self._thread.runs.append(run)
-        self._runs[run.key] = run
+        assert update is not None, "client runs only open inside the run_agent update"
         for message in request.input.messages:
             self._add_message(message)
         if request.input.state:
             self._thread.state.update(request.input.state)
+        return self._start_run(update.id, request.input.run_id, request.input.parent_run_id)
+
+    def _open_expiry_run(self) -> RunRecord:
+        """A run no client asked for: the agent continuing after an interrupt expired."""
+        run_id = f"expiry-{workflow.uuid4()}"
+        return self._start_run(run_id, run_id, None)
+
+    def _start_run(self, key: str, run_id: str, parent_run_id: str | None) -> RunRecord:
+        run = RunRecord(
+            key=key, run_id=run_id, started_at=workflow.now(), first_seq=self._next_seq()
+        )
+        self._thread.runs.append(run)
+        self._runs[key] = run
+        self._run = run
         self._emit(
-            run,
             RunStartedEvent(
                 thread_id=self._thread.thread_id,
-                run_id=run.run_id,
-                parent_run_id=request.input.parent_run_id,
+                run_id=run_id,
+                parent_run_id=parent_run_id,
                 protocol_version=PROTOCOL_VERSION,
-            ),
+            )
         )
-        self._publish_status("running")
+        self._publish_status()
         return run
+
+    def _close_run(self, run: RunRecord, status: RunStatus) -> None:
+        run.status = status
+        run.finished_at = workflow.now()
+        self._run = None
+        self._publish_status()
 
     def _add_message(self, message: Message) -> None:
         """Add a message to the conversation unless it is there already.
@@ -190,12 +327,10 @@ class ThreadWorkflow:
             self._message_ids.add(message.id)
             self._thread.messages.append(message)
 
-    def _close_run(self, run: RunRecord, status: RunStatus) -> None:
-        run.status = status
-        run.finished_at = workflow.now()
-        self._publish_status("idle")
-
-    def _emit(self, run: RunRecord, event: BaseEvent) -> None:
+    def _emit(self, event: BaseEvent) -> None:
+        """Append ``event`` to the log of the run in progress."""
+        run = self._run
+        assert run is not None, "agent code emits only while a run is in progress"
         if event.timestamp is None:
             event.timestamp = int(workflow.now().timestamp() * 1000)
         seq = self._next_seq()
@@ -215,11 +350,16 @@ class ThreadWorkflow:
         start = max(run.first_seq, after + 1) - base
         return events[max(start, 0) : run.last_seq - base + 1]
 
-    def _publish_status(self, status: ThreadStatus) -> None:
+    def _status(self) -> ThreadStatus:
+        if self._run is not None:
+            return "running"
+        return "waiting" if self._thread.interrupts else "idle"
+
+    def _publish_status(self) -> None:
         """Mirror the thread's status into its search attributes for operators."""
         workflow.upsert_search_attributes(
             [
-                search_attributes.THREAD_STATUS.value_set(status),
+                search_attributes.THREAD_STATUS.value_set(self._status()),
                 search_attributes.LAST_ACTIVITY.value_set(workflow.now()),
             ]
         )

@@ -1,0 +1,159 @@
+"""The interrupt contract: which resumes a thread accepts, checked without side effects.
+
+Pure functions over the thread's open interrupts and its ledger of applied answers, so the
+``run_agent`` validator can reject a bad resume before anything is written, and the
+handler can check again under the run lock with the same code.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    import jsonschema
+    from ag_ui.core import Interrupt, ResumeEntry
+
+    from workflows.errors import ErrorCode, rejection
+    from workflows.models import AppliedAnswer, Model
+
+AnswerStatus = Literal["resolved", "cancelled", "expired"]
+
+
+class Answer(Model):
+    """What agent code receives for one interrupt."""
+
+    interrupt_id: str
+    status: AnswerStatus
+    payload: Any = None
+
+    @property
+    def resolved(self) -> bool:
+        return self.status == "resolved"
+
+
+def parse_expiry(interrupt: Interrupt) -> datetime | None:
+    """The interrupt's ``expiresAt`` as a datetime (``None`` when it never expires)."""
+    if interrupt.expires_at is None:
+        return None
+    return datetime.fromisoformat(interrupt.expires_at.replace("Z", "+00:00"))
+
+
+def answer_key(entry: ResumeEntry) -> str:
+    """``(interruptId, status, payload)`` as one comparable string, for idempotency."""
+    return json.dumps([entry.interrupt_id, entry.status, entry.payload], sort_keys=True)
+
+
+def is_replay(resume: list[ResumeEntry], applied: dict[str, AppliedAnswer]) -> str | None:
+    """The run key that already applied exactly this resume, if any (contract rule 5)."""
+    runs = set()
+    for entry in resume:
+        done = applied.get(entry.interrupt_id)
+        if done is None or done.key != answer_key(entry):
+            return None
+        runs.add(done.run_key)
+    return runs.pop() if len(runs) == 1 else None
+
+
+def check_resume(
+    open_interrupts: list[Interrupt],
+    resume: list[ResumeEntry] | None,
+    applied: dict[str, AppliedAnswer],
+    now: datetime,
+) -> None:
+    """Raise the rejection for a resume the thread must not apply (contract rules 2-8).
+
+    Args:
+        open_interrupts: The thread's open interrupts.
+        resume: The input's resume entries (``None`` when the input has none).
+        applied: Answers already applied, by interrupt id (expired ones included).
+        now: The workflow's current time, for expiry.
+    """
+    if not resume:
+        if open_interrupts:
+            ids = ", ".join(i.id for i in open_interrupts)
+            raise rejection(
+                ErrorCode.INTERRUPTS_PENDING,
+                f"The thread is waiting on interrupts {ids}; send a resume that answers "
+                "every one of them.",
+            )
+        return
+    by_id = {interrupt.id: interrupt for interrupt in open_interrupts}
+    seen: set[str] = set()
+    for index, entry in enumerate(resume):
+        if entry.interrupt_id in seen:
+            raise rejection(
+                ErrorCode.DUPLICATE_RESUME_ENTRY,
+                f"resume[{index}] answers interrupt {entry.interrupt_id} a second time.",
+            )
+        seen.add(entry.interrupt_id)
+        interrupt = by_id.get(entry.interrupt_id)
+        if interrupt is None:
+            _check_closed(index, entry, applied)
+            continue
+        _check_entry(index, entry, interrupt, now)
+    missing = [interrupt.id for interrupt in open_interrupts if interrupt.id not in seen]
+    if missing:
+        raise rejection(
+            ErrorCode.INCOMPLETE_RESUME,
+            f"The resume leaves interrupts {', '.join(missing)} unanswered; one resume must "
+            "answer every open interrupt.",
+        )
+
+
+def _check_closed(index: int, entry: ResumeEntry, applied: dict[str, AppliedAnswer]) -> None:
+    """An entry for an interrupt that is not open: only a cancel of an expired one passes."""
+    done = applied.get(entry.interrupt_id)
+    if done is not None and done.status == "expired":
+        if entry.status == "cancelled":
+            return
+        raise rejection(
+            ErrorCode.INTERRUPT_EXPIRED,
+            f"resume[{index}]: interrupt {entry.interrupt_id} expired at {done.expires_at}; "
+            "it can no longer be resolved.",
+        )
+    if done is not None:
+        raise rejection(
+            ErrorCode.INTERRUPT_ALREADY_ANSWERED,
+            f"resume[{index}]: interrupt {entry.interrupt_id} was already answered "
+            "differently.",
+        )
+    raise rejection(
+        ErrorCode.UNKNOWN_INTERRUPT,
+        f"resume[{index}]: {entry.interrupt_id!r} is not an interrupt of this thread.",
+    )
+
+
+def _check_entry(index: int, entry: ResumeEntry, interrupt: Interrupt, now: datetime) -> None:
+    """An entry for an open interrupt: expiry, then the payload against its schema."""
+    expires_at = parse_expiry(interrupt)
+    if entry.status == "cancelled":
+        return
+    if expires_at is not None and now >= expires_at:
+        raise rejection(
+            ErrorCode.INTERRUPT_EXPIRED,
+            f"resume[{index}]: interrupt {interrupt.id} expired at {interrupt.expires_at}.",
+        )
+    schema = interrupt.response_schema
+    if schema is None:
+        return
+    if "payload" not in entry.model_fields_set:
+        raise rejection(
+            ErrorCode.MISSING_PAYLOAD,
+            f"resume[{index}]: interrupt {interrupt.id} was resolved without a payload; "
+            "it expects one matching its responseSchema.",
+        )
+    validator = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+    error = jsonschema.exceptions.best_match(validator.iter_errors(entry.payload))
+    if error is not None:
+        path = "/".join(str(part) for part in error.absolute_path)
+        raise rejection(
+            ErrorCode.INVALID_PAYLOAD,
+            f"resume[{index}].payload/{path}: {error.message}"
+            f" (interrupt {interrupt.id}'s responseSchema)",
+        )
