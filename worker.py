@@ -22,13 +22,14 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.email import send_email
 from activities.model import generate_reply
 from settings import Settings, connect
 from workflows import search_attributes
 from workflows.thread import ThreadWorkflow
 
 WORKFLOWS: Sequence[type] = [ThreadWorkflow]
-ACTIVITIES: Sequence[Callable[..., Any]] = [generate_reply]
+ACTIVITIES: Sequence[Callable[..., Any]] = [generate_reply, send_email]
 
 log = logging.getLogger("agui.worker")
 

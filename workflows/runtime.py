@@ -106,8 +106,10 @@ class RunContext:
         """Announce tool calls as one assistant turn (``TOOL_CALL_START/ARGS/END``).
 
         Args:
-            calls: ``(tool name, arguments)`` pairs.
+            calls: ``(tool name, arguments)`` pairs; none announces nothing.
         """
+        if not calls:
+            return []
         message_id = str(workflow.uuid4())
         tool_calls = []
         for name, arguments in calls:

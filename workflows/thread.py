@@ -91,6 +91,9 @@ class ThreadWorkflow:
                 return RunReply(run_key=replayed.key, events=self._replay(replayed, request))
             run = self._open_run(request)
             if request.input.resume:
+                # The tool calls being answered were announced in an earlier run; the
+                # snapshot puts them in this run's view so its TOOL_CALL_RESULTs resolve.
+                self._emit(MessagesSnapshotEvent(messages=list(self._thread.messages)))
                 self._apply(request.input.resume, run)
             else:
                 self._turn = asyncio.create_task(self._take_turn(request))

@@ -1,38 +1,198 @@
-"""The ``demo`` agent: answers the latest user message through the demo model."""
+"""The ``demo`` agent: every kind of interrupt, deterministically.
+
+It reads the latest user message and, in one run, raises every interrupt that applies:
+an approval (with edits) for each email address, a form for the word ``quarterly``, a
+yes/no for ``confirm`` and a custom policy hold for ``policy``. With none of them it just
+answers through the demo model.
+"""
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from ag_ui.core import AgentCapabilities, IdentityCapabilities, StateCapabilities
+    from ag_ui.core import (
+        AgentCapabilities,
+        HumanInTheLoopCapabilities,
+        IdentityCapabilities,
+        StateCapabilities,
+        ToolCall,
+    )
 
+    from activities.email import SendEmailInput, send_email
     from activities.model import GenerateReplyInput, generate_reply
-    from workflows.runtime import RunContext
+    from workflows.interrupts import Answer
+    from workflows.runtime import InterruptRequest, RunContext
+
+EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+DEFAULT_EXPIRY = timedelta(days=3)
+
+APPROVE_WITH_EDITS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean"},
+        "editedArgs": {
+            "type": "object",
+            "description": "Full replacement of the tool args. Not merged.",
+            "properties": {
+                "to": {"type": "string", "format": "email"},
+                "subject": {"type": "string"},
+                "body": {"type": "string"},
+            },
+            "required": ["to", "subject", "body"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["approved"],
+}
+
+QUARTERLY_FILING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "quarter": {"type": "string", "enum": ["Q1", "Q2", "Q3", "Q4"]},
+        "year": {"type": "integer", "minimum": 2000},
+        "revenue": {"type": "number"},
+    },
+    "required": ["quarter", "year", "revenue"],
+}
+
+CONFIRMATION_SCHEMA: dict[str, Any] = {"type": "boolean"}
+
+ACTIVITY_OPTIONS: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(seconds=30),
+    "retry_policy": RetryPolicy(maximum_attempts=5),
+}
 
 
 class DemoAgent:
-    """A deterministic agent for trying the engine out and for its tests."""
+    """A deterministic agent that exercises the whole interrupt lifecycle."""
 
     name = "demo"
-    description = "Answers the latest user message; deterministic, for demos and tests."
+    description = (
+        "Asks approval before emailing each address you mention; 'quarterly' asks for a "
+        "filing, 'confirm' for a yes/no, 'policy' puts a policy hold; otherwise echoes."
+    )
 
     def capabilities(self) -> AgentCapabilities:
-        """A plain conversational agent with thread state."""
+        """Interrupts of every core reason, approve-with-edits, persistent state."""
         return AgentCapabilities(
             identity=IdentityCapabilities(name=self.name, description=self.description),
             state=StateCapabilities(snapshots=True, persistent_state=True),
+            human_in_the_loop=HumanInTheLoopCapabilities(
+                supported=True, approvals=True, interrupts=True, approve_with_edits=True
+            ),
         )
 
     async def run(self, ctx: RunContext) -> None:
-        """Reply to the latest user message."""
-        reply = await workflow.execute_activity(
-            generate_reply,
-            GenerateReplyInput(prompt=ctx.latest_user_text()),
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=RetryPolicy(maximum_attempts=5),
+        """Raise every interrupt the latest user message calls for, then act on the answers."""
+        text = ctx.latest_user_text()
+        words = set(re.findall(r"[a-z]+", text.lower()))
+        addresses = EMAIL.findall(text)
+        calls = ctx.propose_tool_calls(
+            [("send_email", {"to": to, "subject": "Hi", "body": text}) for to in addresses]
         )
-        ctx.say(reply.chunks)
+        requests = [
+            InterruptRequest(
+                reason="tool_call",
+                tool_call_id=call.id,
+                message=f"Send email to {to} with subject 'Hi'? You can edit it first.",
+                response_schema=APPROVE_WITH_EDITS_SCHEMA,
+            )
+            for call, to in zip(calls, addresses, strict=True)
+        ]
+        if "quarterly" in words:
+            requests.append(
+                InterruptRequest(
+                    reason="input_required",
+                    message="Please provide the quarterly filing details.",
+                    response_schema=QUARTERLY_FILING_SCHEMA,
+                    expires_at=ctx.now() + _expiry(ctx),
+                )
+            )
+        if "confirm" in words:
+            requests.append(
+                InterruptRequest(
+                    reason="confirmation",
+                    message="Do you confirm?",
+                    response_schema=CONFIRMATION_SCHEMA,
+                )
+            )
+        if "policy" in words:
+            requests.append(
+                InterruptRequest(
+                    reason="demo:policy_hold",
+                    message="This request is on hold until a policy reviewer releases it.",
+                )
+            )
+        if not requests:
+            reply = await workflow.execute_activity(
+                generate_reply, GenerateReplyInput(prompt=text), **ACTIVITY_OPTIONS
+            )
+            ctx.say(reply.chunks)
+            return
+
+        answers = iter(await ctx.interrupt_all(requests))
+        lines = [await _email(ctx, call, next(answers)) for call in calls]
+        if "quarterly" in words:
+            lines.append(_filing(ctx, next(answers)))
+        if "confirm" in words:
+            lines.append(_confirmation(next(answers)))
+        if "policy" in words:
+            lines.append(_policy(next(answers)))
+        ctx.say([" ".join(lines)])
+
+
+def _expiry(ctx: RunContext) -> timedelta:
+    """``forwardedProps.expiresInSeconds``, or three days."""
+    props = ctx.input.forwarded_props
+    seconds = props.get("expiresInSeconds") if isinstance(props, dict) else None
+    return timedelta(seconds=seconds) if isinstance(seconds, int | float) else DEFAULT_EXPIRY
+
+
+async def _email(ctx: RunContext, call: ToolCall, answer: Answer) -> str:
+    """Send the email the answer approved (with its edits), or report why not."""
+    args = json.loads(call.function.arguments)
+    if not answer.resolved or not answer.payload.get("approved"):
+        why = {"resolved": "denied", "cancelled": "cancelled", "expired": "expired"}
+        outcome = f"Not sent: {why[answer.status]}."
+        ctx.tool_result(call, json.dumps({"sent": False, "reason": why[answer.status]}))
+        return f"Email to {args['to']}: {outcome}"
+    email = answer.payload.get("editedArgs") or args
+    sent = await workflow.execute_activity(
+        send_email,
+        SendEmailInput(
+            **email, idempotency_key=f"{workflow.info().workflow_id}/{call.id}"
+        ),
+        **ACTIVITY_OPTIONS,
+    )
+    ctx.state.setdefault("outbox", []).append(
+        {"to": email["to"], "subject": email["subject"], "body": email["body"]}
+    )
+    ctx.tool_result(call, json.dumps({"sent": True, "messageId": sent.message_id}))
+    return f"Email to {email['to']}: sent."
+
+
+def _filing(ctx: RunContext, answer: Answer) -> str:
+    if not answer.resolved:
+        return f"Quarterly filing: {answer.status}, nothing filed."
+    filing = answer.payload
+    ctx.state.setdefault("filings", []).append(filing)
+    return (
+        f"Filed {filing['quarter']} {filing['year']} with revenue {filing['revenue']}."
+    )
+
+
+def _confirmation(answer: Answer) -> str:
+    if not answer.resolved:
+        return f"Confirmation: {answer.status}."
+    return "Confirmed." if answer.payload is True else "Not confirmed."
+
+
+def _policy(answer: Answer) -> str:
+    return "Policy hold released." if answer.resolved else f"Policy hold {answer.status}."
