@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from ag_ui.core import (
     PROTOCOL_VERSION,
@@ -16,12 +16,13 @@ from ag_ui.core import (
     RunStartedEvent,
 )
 from ag_ui.encoder import EventEncoder
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from gateway.compat import DRAFT, encode_draft, normalise_draft_resume
 from gateway.errors import (
     TEMPORAL_ERRORS,
     ApiError,
@@ -89,7 +90,7 @@ async def _run_input(request: Request) -> RunAgentInput:
             400, GatewayErrorCode.MALFORMED_JSON, f"The body is not valid JSON: {err}."
         ) from err
     try:
-        return RunAgentInput.model_validate(body)
+        return RunAgentInput.model_validate(normalise_draft_resume(body))
     except ValidationError as err:
         raise ApiError(
             422,
@@ -127,13 +128,21 @@ async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator
         yield run_error_from(err)
 
 
-def _sse(events: AsyncIterator[BaseEvent]) -> StreamingResponse:
-    """An AG-UI event stream as a ``text/event-stream`` response."""
+def _sse(events: AsyncIterator[BaseEvent], compat: str | None) -> StreamingResponse:
+    """An AG-UI event stream as a ``text/event-stream`` response.
+
+    Args:
+        events: The events to send.
+        compat: ``"draft"`` to send interrupts in the earlier draft's shape too.
+    """
     encoder = EventEncoder()
 
     async def body() -> AsyncIterator[str]:
         async for event in events:
-            yield encoder.encode(event)
+            if compat == DRAFT:
+                yield f"data: {json.dumps(encode_draft(event))}\n\n"
+            else:
+                yield encoder.encode(event)
 
     return StreamingResponse(
         body(),
@@ -145,14 +154,21 @@ def _sse(events: AsyncIterator[BaseEvent]) -> StreamingResponse:
 def _add_routes(app: FastAPI) -> None:
     @app.post("/agents/{agent_id}", response_class=StreamingResponse)
     async def run_agent(
-        agent: AgentDep, run_input: RunInputDep, client: ClientDep, settings: SettingsDep
+        agent: AgentDep,
+        run_input: RunInputDep,
+        client: ClientDep,
+        settings: SettingsDep,
+        compat: Annotated[Literal["draft"] | None, Query()] = None,
     ) -> StreamingResponse:
-        """Run the agent on ``run_input.threadId`` and stream the run's AG-UI events."""
+        """Run the agent on ``run_input.threadId`` and stream the run's AG-UI events.
+
+        ``?compat=draft`` adds the earlier interrupt draft's ``RUN_FINISHED`` shape.
+        """
         try:
             stream = await start_run(client, settings, agent.name, run_input)
         except TEMPORAL_ERRORS as err:
             raise temporal_unavailable(err) from err
-        return _sse(_guarded(run_input, stream))
+        return _sse(_guarded(run_input, stream), compat)
 
     @app.get("/agents")
     async def list_agents() -> dict[str, Any]:

@@ -329,3 +329,33 @@ async def test_a_resolved_answer_after_expiry_but_before_the_timer_is_rejected(
         [{"interruptId": form["id"], "status": "resolved", "payload": {"quarter": "Q1", "year": 2026, "revenue": 1}}],
     )
     assert events[-1]["code"] == ErrorCode.INTERRUPT_EXPIRED
+
+
+async def test_a_draft_shaped_resume_is_understood_as_one_resolved_entry(stack: Stack) -> None:
+    thread_id = new_thread()
+    [interrupt] = await interrupted(stack, thread_id, "mail a@b.com")
+    body = {
+        "threadId": thread_id,
+        "runId": "r2",
+        "messages": [],
+        "resume": {"interruptId": interrupt["id"], "payload": {"approved": True}},
+    }
+
+    events = await post_run(stack.http, "demo", body)
+
+    assert events[-1]["outcome"] == {"type": "success"}
+    assert len((await thread_of(stack, thread_id))["state"]["outbox"]) == 1
+
+
+async def test_draft_clients_can_opt_in_to_the_draft_output_shape(stack: Stack) -> None:
+    thread_id = new_thread()
+    body = run_input(thread_id, "r1", "mail a@b.com and c@d.com")
+    async with stack.http.stream("POST", "/agents/demo?compat=draft", json=body) as response:
+        lines = [line async for line in response.aiter_lines() if line.startswith("data: ")]
+    finished = json.loads(lines[-1].removeprefix("data: "))
+
+    assert finished["outcome"] == "interrupt"
+    first, second = finished["interrupts"]
+    assert finished["interrupt"]["id"] == first["id"]
+    assert finished["interrupt"]["reason"] == "tool_call"
+    assert finished["interrupt"]["payload"]["toolCallId"] == first["toolCallId"]
