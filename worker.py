@@ -20,6 +20,7 @@ from temporalio.api.operatorservice.v1 import (
     ListSearchAttributesRequest,
 )
 from temporalio.client import Client
+from temporalio.common import SearchAttributeKey
 from temporalio.worker import Worker
 
 from activities.email import send_email
@@ -40,20 +41,25 @@ async def ensure_search_attributes(client: Client) -> None:
     Idempotent. A thread workflow cannot set an unregistered attribute, so the worker
     refuses to start without them rather than leave threads stuck.
     """
-    namespace = client.namespace
     existing = await client.operator_service.list_search_attributes(
-        ListSearchAttributesRequest(namespace=namespace)
+        ListSearchAttributesRequest(namespace=client.namespace)
     )
-    missing = {
-        key.name: key.indexed_value_type.value
-        for key in search_attributes.ALL
-        if key.name not in existing.custom_attributes
-    }
+    missing = [key for key in search_attributes.ALL if key.name not in existing.custom_attributes]
     if missing:
-        await client.operator_service.add_search_attributes(
-            AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)
+        await register_search_attributes(client, missing)
+        log.info("registered search attributes %s", sorted(key.name for key in missing))
+
+
+async def register_search_attributes(
+    client: Client, keys: Sequence[SearchAttributeKey[Any]]
+) -> None:
+    """Add ``keys`` to the client's namespace (they must not exist yet)."""
+    await client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace=client.namespace,
+            search_attributes={key.name: key.indexed_value_type.value for key in keys},
         )
-        log.info("registered search attributes %s in %s", sorted(missing), namespace)
+    )
 
 
 def build_worker(client: Client, settings: Settings) -> Worker:

@@ -124,3 +124,45 @@ async def test_worker_and_gateway_processes_serve_runs_and_stop_cleanly_on_sigte
         codes = await asyncio.gather(*(asyncio.to_thread(p.wait, 30) for p in processes))
     # uvicorn shuts down gracefully, then re-raises the signal it caught.
     assert codes == [0, -signal.SIGTERM]
+
+
+async def test_a_pending_interrupt_survives_a_restart_of_everything(tmp_path: Path) -> None:
+    database = tmp_path / "temporal.sqlite"
+    thread_id = f"thread-{uuid.uuid4()}"
+    task_queue = f"tq-{uuid.uuid4()}"
+
+    server = await start_dev_server(database)
+    async with serve_stack(server.client, task_queue) as stack:
+        events = await post_run(
+            stack.http, "demo", run_input(thread_id, "r1", "mail a@b.com, quarterly")
+        )
+        interrupts = events[-1]["outcome"]["interrupts"]
+    await server.shutdown()
+
+    server = await start_dev_server(database)
+    try:
+        async with serve_stack(server.client, task_queue) as stack:
+            thread = (await stack.http.get(f"/threads/{thread_id}")).json()
+            # Same ids, reasons and deadlines as before the restart.
+            assert thread["interrupts"] == interrupts
+            approval, form = interrupts
+            events = await post_run(
+                stack.http,
+                "demo",
+                {
+                    "threadId": thread_id,
+                    "runId": "r2",
+                    "messages": [],
+                    "resume": [
+                        {"interruptId": approval["id"], "status": "resolved",
+                         "payload": {"approved": True}},
+                        {"interruptId": form["id"], "status": "cancelled"},
+                    ],
+                },
+            )
+            assert events[-1]["outcome"] == {"type": "success"}
+            thread = (await stack.http.get(f"/threads/{thread_id}")).json()
+            assert len(thread["state"]["outbox"]) == 1
+            assert thread["interrupts"] == []
+    finally:
+        await server.shutdown()

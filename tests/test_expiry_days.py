@@ -1,0 +1,67 @@
+"""Deadlines days away fire on time with nobody connected (time-skipping test server)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from settings import Settings
+from tests.helpers import TEMPORAL_CLI, run_input
+from worker import build_worker, register_search_attributes
+from workflows import search_attributes
+from workflows.models import RunRequest, ThreadStart
+from workflows.thread import ThreadWorkflow
+
+TEST_SERVER = TEMPORAL_CLI.parent / "temporal-test-server"
+
+
+@pytest.fixture(scope="module")
+async def skipping() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(TEST_SERVER), data_converter=pydantic_data_converter
+    )
+    # The test server cannot list search attributes, so register them outright.
+    await register_search_attributes(env.client, search_attributes.ALL)
+    yield env
+    await env.shutdown()
+
+
+@pytest.mark.parametrize(
+    "lifetime", [timedelta(hours=1), timedelta(days=3), timedelta(days=30)], ids=str
+)
+async def test_an_interrupt_expires_exactly_at_its_deadline(
+    skipping: WorkflowEnvironment, lifetime: timedelta
+) -> None:
+    settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
+    thread_id = f"thread-{uuid.uuid4()}"
+    async with build_worker(skipping.client, settings):
+        handle = await skipping.client.start_workflow(
+            ThreadWorkflow.run,
+            ThreadStart(thread_id=thread_id, agent="demo"),
+            id=f"agui-thread-{thread_id}",
+            task_queue=settings.task_queue,
+        )
+        body = run_input(
+            thread_id,
+            "r1",
+            "quarterly",
+            forwardedProps={"expiresInSeconds": lifetime.total_seconds()},
+        )
+        reply = await handle.execute_update(
+            ThreadWorkflow.run_agent, RunRequest.model_validate({"agent": "demo", "input": body})
+        )
+        assert reply.events[-1].event.outcome.type == "interrupt"  # type: ignore[union-attr]
+
+        await skipping.sleep(lifetime - timedelta(minutes=1))
+        assert len((await handle.query(ThreadWorkflow.view)).interrupts) == 1
+
+        await skipping.sleep(timedelta(minutes=2))
+        view = await handle.query(ThreadWorkflow.view)
+        assert view.interrupts == []
+        assert view.messages[-1].content == "Quarterly filing: expired, nothing filed."
+        assert view.status == "idle"
