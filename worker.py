@@ -11,8 +11,8 @@ import asyncio
 import logging
 import os
 import signal
-from datetime import timedelta
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 from temporalio.api.operatorservice.v1 import (

@@ -23,7 +23,6 @@ from temporalio.worker import Worker
 
 from bench.floor import FloorWorkflow
 from gateway.streaming import workflow_id_for
-from settings import Settings
 from tests.helpers import run_input, serve_stack, start_dev_server
 
 
@@ -92,8 +91,11 @@ async def measure_cycles(http: httpx.AsyncClient, count: int, concurrency: int) 
                 "runId": "r2",
                 "messages": [],
                 "resume": [
-                    {"interruptId": interrupt["id"], "status": "resolved",
-                     "payload": {"approved": True}}
+                    {
+                        "interruptId": interrupt["id"],
+                        "status": "resolved",
+                        "payload": {"approved": True},
+                    }
                 ],
             }
             start = time.perf_counter()
@@ -114,9 +116,18 @@ async def history_cost(client: Client, http: httpx.AsyncClient) -> str:
     await post_run(
         http,
         "demo",
-        {"threadId": thread_id, "runId": "r2", "messages": [], "resume": [
-            {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
-        ]},
+        {
+            "threadId": thread_id,
+            "runId": "r2",
+            "messages": [],
+            "resume": [
+                {
+                    "interruptId": interrupt["id"],
+                    "status": "resolved",
+                    "payload": {"approved": True},
+                }
+            ],
+        },
     )
     history = await client.get_workflow_handle(workflow_id_for(thread_id)).fetch_history()
     size = len(history.to_json().encode())
@@ -133,7 +144,9 @@ async def main(quick: bool) -> None:
             print(floor.row("raw update round trip (c=1)"))
             floor_p50 = statistics.quantiles(floor.latencies, n=100)[49]
             for concurrency in (1, 16, 64):
-                raw = await measure_floor(server.client, max(floor_count, concurrency * 4), concurrency)
+                raw = await measure_floor(
+                    server.client, max(floor_count, concurrency * 4), concurrency
+                )
                 print(raw.row(f"raw update round trip (c={concurrency})"))
                 cycles = await measure_cycles(
                     stack.http, max(cycle_count, concurrency * 2), concurrency

@@ -126,9 +126,7 @@ async def _worker(client: Client | None, settings: Settings) -> AsyncIterator[No
 
 def run_input(thread_id: str, run_id: str, *texts: str, **extra: Any) -> dict[str, Any]:
     """A RunAgentInput body with one user message per text (ids ``m1``, ``m2`` ...)."""
-    messages = [
-        {"id": f"m{i}", "role": "user", "content": text} for i, text in enumerate(texts, 1)
-    ]
+    messages = [{"id": f"m{i}", "role": "user", "content": text} for i, text in enumerate(texts, 1)]
     return {"threadId": thread_id, "runId": run_id, "messages": messages, **extra}
 
 
@@ -159,7 +157,9 @@ def assert_valid_stream(events: list[dict[str, Any]], thread_id: str | None = No
     """
     for event in events:
         EVENT.validate_python(event)
-    validator = _validators.setdefault(thread_id, create_validator()) if thread_id else create_validator()
+    validator = (
+        _validators.setdefault(thread_id, create_validator()) if thread_id else create_validator()
+    )
     errors = [
         diagnostic
         for event in events

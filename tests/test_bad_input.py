@@ -33,7 +33,7 @@ async def history_length(client: Client, thread_id: str) -> int:
     [
         ("/agents/demo", b"{not json", 400, "MALFORMED_JSON"),
         ("/agents/demo", b'{"threadId": "t"}', 422, "INVALID_RUN_INPUT"),
-        ("/agents/demo", b'[1, 2]', 422, "INVALID_RUN_INPUT"),
+        ("/agents/demo", b"[1, 2]", 422, "INVALID_RUN_INPUT"),
         ("/agents/nobody", None, 404, "UNKNOWN_AGENT"),
     ],
 )
@@ -101,9 +101,7 @@ async def test_the_workflow_rejects_runs_for_another_agent_or_thread(
     thread_id, before = await started_thread(stack)
     events_before = await history_length(stack.client, thread_id)
     body = run_input(thread_override or thread_id, "r2", "hi")
-    handle = stack.client.get_workflow_handle_for(
-        ThreadWorkflow.run, workflow_id_for(thread_id)
-    )
+    handle = stack.client.get_workflow_handle_for(ThreadWorkflow.run, workflow_id_for(thread_id))
 
     with pytest.raises(WorkflowUpdateFailedError) as failure:
         await handle.execute_update(

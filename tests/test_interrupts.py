@@ -60,9 +60,7 @@ async def history_length(client: Client, thread_id: str) -> int:
 
 async def test_a_tool_call_is_approved_across_two_runs(stack: Stack) -> None:
     thread_id = new_thread()
-    events = await post_run(
-        stack.http, "demo", run_input(thread_id, "r1", "please mail a@b.com")
-    )
+    events = await post_run(stack.http, "demo", run_input(thread_id, "r1", "please mail a@b.com"))
     assert types(events) == [
         "RUN_STARTED",
         "TOOL_CALL_START",
@@ -142,7 +140,9 @@ async def test_parallel_interrupts_approve_two_and_cancel_one(stack: Stack) -> N
         [approve(first, approved=True), approve(second, approved=True), cancel(third)],
     )
 
-    results = {e["toolCallId"]: json.loads(e["content"]) for e in events if e["type"] == "TOOL_CALL_RESULT"}
+    results = {
+        e["toolCallId"]: json.loads(e["content"]) for e in events if e["type"] == "TOOL_CALL_RESULT"
+    }
     assert results[first["toolCallId"]]["sent"] is True
     assert results[second["toolCallId"]]["sent"] is True
     assert results[third["toolCallId"]] == {"sent": False, "reason": "cancelled"}
@@ -234,7 +234,13 @@ async def test_an_invalid_payload_error_names_the_failing_path(stack: Stack) -> 
     events = await resume(
         stack,
         thread_id,
-        [{"interruptId": form["id"], "status": "resolved", "payload": {"quarter": "Q5", "year": 2026, "revenue": 1}}],
+        [
+            {
+                "interruptId": form["id"],
+                "status": "resolved",
+                "payload": {"quarter": "Q5", "year": 2026, "revenue": 1},
+            }
+        ],
     )
     assert events[-1]["code"] == ErrorCode.INVALID_PAYLOAD
     assert "payload/quarter" in events[-1]["message"]
@@ -303,16 +309,20 @@ async def test_an_expired_interrupt_closes_by_itself_and_rejects_late_answers(
     late = await resume(
         stack,
         thread_id,
-        [{"interruptId": form["id"], "status": "resolved", "payload": {"quarter": "Q1", "year": 2026, "revenue": 1}}],
+        [
+            {
+                "interruptId": form["id"],
+                "status": "resolved",
+                "payload": {"quarter": "Q1", "year": 2026, "revenue": 1},
+            }
+        ],
     )
     assert late[-1]["code"] == ErrorCode.INTERRUPT_EXPIRED
     # The official client answers an expired interrupt with a cancel: accepted.
     events = await resume(stack, thread_id, [cancel(form)], run_id="r3")
     assert events[-1]["outcome"] == {"type": "success"}
     # And the thread takes new input again.
-    events = await post_run(
-        stack.http, "demo", run_input(thread_id, "r4", "quarterly", "hello")
-    )
+    events = await post_run(stack.http, "demo", run_input(thread_id, "r4", "quarterly", "hello"))
     assert events[-1]["outcome"] == {"type": "success"}
 
 
@@ -326,7 +336,13 @@ async def test_a_resolved_answer_after_expiry_but_before_the_timer_is_rejected(
     events = await resume(
         stack,
         thread_id,
-        [{"interruptId": form["id"], "status": "resolved", "payload": {"quarter": "Q1", "year": 2026, "revenue": 1}}],
+        [
+            {
+                "interruptId": form["id"],
+                "status": "resolved",
+                "payload": {"quarter": "Q1", "year": 2026, "revenue": 1},
+            }
+        ],
     )
     assert events[-1]["code"] == ErrorCode.INTERRUPT_EXPIRED
 

@@ -154,8 +154,11 @@ async def test_a_pending_interrupt_survives_a_restart_of_everything(tmp_path: Pa
                     "runId": "r2",
                     "messages": [],
                     "resume": [
-                        {"interruptId": approval["id"], "status": "resolved",
-                         "payload": {"approved": True}},
+                        {
+                            "interruptId": approval["id"],
+                            "status": "resolved",
+                            "payload": {"approved": True},
+                        },
                         {"interruptId": form["id"], "status": "cancelled"},
                     ],
                 },

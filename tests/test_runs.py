@@ -77,10 +77,7 @@ async def test_runs_on_a_thread_share_one_workflow_and_messages_are_not_duplicat
 async def test_concurrent_first_runs_of_a_thread_start_one_workflow(stack: Stack) -> None:
     thread_id = new_thread()
     results = await asyncio.gather(
-        *(
-            post_run(stack.http, "demo", run_input(thread_id, f"r{i}", f"hi {i}"))
-            for i in range(4)
-        )
+        *(post_run(stack.http, "demo", run_input(thread_id, f"r{i}", f"hi {i}")) for i in range(4))
     )
 
     assert all(events[-1]["outcome"] == {"type": "success"} for events in results)

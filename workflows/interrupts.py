@@ -118,8 +118,7 @@ def _check_closed(index: int, entry: ResumeEntry, applied: dict[str, AppliedAnsw
     if done is not None:
         raise rejection(
             ErrorCode.INTERRUPT_ALREADY_ANSWERED,
-            f"resume[{index}]: interrupt {entry.interrupt_id} was already answered "
-            "differently.",
+            f"resume[{index}]: interrupt {entry.interrupt_id} was already answered differently.",
         )
     raise rejection(
         ErrorCode.UNKNOWN_INTERRUPT,

@@ -260,9 +260,7 @@ class ThreadWorkflow:
             if isinstance(error, ActivityError):
                 cause = error.cause or error
                 self._emit(
-                    RunErrorEvent(
-                        message=f"The agent failed: {cause}", code=ErrorCode.AGENT_FAILED
-                    )
+                    RunErrorEvent(message=f"The agent failed: {cause}", code=ErrorCode.AGENT_FAILED)
                 )
                 self._close_run(run, "failed")
                 return

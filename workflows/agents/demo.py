@@ -166,9 +166,7 @@ async def _email(ctx: RunContext, call: ToolCall, answer: Answer) -> str:
     email = answer.payload.get("editedArgs") or args
     sent = await workflow.execute_activity(
         send_email,
-        SendEmailInput(
-            **email, idempotency_key=f"{workflow.info().workflow_id}/{call.id}"
-        ),
+        SendEmailInput(**email, idempotency_key=f"{workflow.info().workflow_id}/{call.id}"),
         **ACTIVITY_OPTIONS,
     )
     ctx.state.setdefault("outbox", []).append(
@@ -183,9 +181,7 @@ def _filing(ctx: RunContext, answer: Answer) -> str:
         return f"Quarterly filing: {answer.status}, nothing filed."
     filing = answer.payload
     ctx.state.setdefault("filings", []).append(filing)
-    return (
-        f"Filed {filing['quarter']} {filing['year']} with revenue {filing['revenue']}."
-    )
+    return f"Filed {filing['quarter']} {filing['year']} with revenue {filing['revenue']}."
 
 
 def _confirmation(answer: Answer) -> str:
