@@ -77,31 +77,32 @@ async def measure_floor(client: Client, count: int, concurrency: int) -> Figures
     return Figures(latencies, elapsed)
 
 
+async def interrupted(http: httpx.AsyncClient) -> tuple[str, str]:
+    """A new thread paused on one approval: its id and the interrupt's."""
+    thread_id = f"bench-{uuid.uuid4()}"
+    events = await post_run(http, "demo", run_input(thread_id, "r1", "mail a@b.com"))
+    [interrupt] = events[-1]["outcome"]["interrupts"]
+    return thread_id, interrupt["id"]
+
+
+async def approve(http: httpx.AsyncClient, thread_id: str, interrupt_id: str) -> None:
+    """Resume the thread with an approval; the run must succeed."""
+    entry = {"interruptId": interrupt_id, "status": "resolved", "payload": {"approved": True}}
+    body = {"threadId": thread_id, "runId": "r2", "messages": [], "resume": [entry]}
+    events = await post_run(http, "demo", body)
+    assert events[-1]["outcome"] == {"type": "success"}
+
+
 async def measure_cycles(http: httpx.AsyncClient, count: int, concurrency: int) -> Figures:
     """run -> interrupt -> resume -> success; the latency is the resume's."""
     latencies: list[float] = []
 
     async def one(n: int) -> None:
         for _ in range(n):
-            thread_id = f"bench-{uuid.uuid4()}"
-            events = await post_run(http, "demo", run_input(thread_id, "r1", "mail a@b.com"))
-            [interrupt] = events[-1]["outcome"]["interrupts"]
-            body = {
-                "threadId": thread_id,
-                "runId": "r2",
-                "messages": [],
-                "resume": [
-                    {
-                        "interruptId": interrupt["id"],
-                        "status": "resolved",
-                        "payload": {"approved": True},
-                    }
-                ],
-            }
+            thread_id, interrupt_id = await interrupted(http)
             start = time.perf_counter()
-            events = await post_run(http, "demo", body)
+            await approve(http, thread_id, interrupt_id)
             latencies.append(time.perf_counter() - start)
-            assert events[-1]["outcome"] == {"type": "success"}
 
     began = time.perf_counter()
     await asyncio.gather(*(one(count // concurrency) for _ in range(concurrency)))
@@ -110,25 +111,8 @@ async def measure_cycles(http: httpx.AsyncClient, count: int, concurrency: int) 
 
 async def history_cost(client: Client, http: httpx.AsyncClient) -> str:
     """Events and bytes one interrupt cycle adds to a thread's history."""
-    thread_id = f"bench-{uuid.uuid4()}"
-    events = await post_run(http, "demo", run_input(thread_id, "r1", "mail a@b.com"))
-    [interrupt] = events[-1]["outcome"]["interrupts"]
-    await post_run(
-        http,
-        "demo",
-        {
-            "threadId": thread_id,
-            "runId": "r2",
-            "messages": [],
-            "resume": [
-                {
-                    "interruptId": interrupt["id"],
-                    "status": "resolved",
-                    "payload": {"approved": True},
-                }
-            ],
-        },
-    )
+    thread_id, interrupt_id = await interrupted(http)
+    await approve(http, thread_id, interrupt_id)
     history = await client.get_workflow_handle(workflow_id_for(thread_id)).fetch_history()
     size = len(history.to_json().encode())
     return f"history of one interrupt cycle (2 runs): {len(history.events)} events, {size} bytes"

@@ -24,6 +24,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from gateway.app import create_app
+from gateway.streaming import workflow_id_for
 from settings import Settings
 from worker import build_worker, ensure_search_attributes
 
@@ -44,6 +45,17 @@ async def start_dev_server(
     )
     await ensure_search_attributes(env.client)
     return env
+
+
+def new_thread() -> str:
+    """A thread id no other test uses."""
+    return f"thread-{uuid.uuid4()}"
+
+
+async def history_length(client: Client, thread_id: str) -> int:
+    """How many events the thread's workflow history has."""
+    history = await client.get_workflow_handle(workflow_id_for(thread_id)).fetch_history()
+    return len(history.events)
 
 
 def free_port() -> int:

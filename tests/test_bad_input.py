@@ -6,11 +6,11 @@ import uuid
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from gateway.streaming import workflow_id_for
-from tests.helpers import Stack, post_run, run_input, types
+from tests.helpers import Stack, history_length, post_run, run_input, types
 from workflows.errors import ErrorCode
 from workflows.models import RunRequest
 from workflows.thread import ThreadWorkflow
@@ -21,11 +21,6 @@ async def started_thread(stack: Stack) -> tuple[str, dict[str, Any]]:
     thread_id = f"thread-{uuid.uuid4()}"
     await post_run(stack.http, "demo", run_input(thread_id, "r1", "hello"))
     return thread_id, (await stack.http.get(f"/threads/{thread_id}")).json()
-
-
-async def history_length(client: Client, thread_id: str) -> int:
-    history = await client.get_workflow_handle(workflow_id_for(thread_id)).fetch_history()
-    return len(history.events)
 
 
 @pytest.mark.parametrize(

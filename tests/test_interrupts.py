@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from typing import Any
 
 import pytest
-from temporalio.client import Client
 
-from gateway.streaming import workflow_id_for
-from tests.helpers import Stack, eventually, post_run, run_input, types
+from tests.helpers import (
+    Stack,
+    eventually,
+    history_length,
+    new_thread,
+    post_run,
+    run_input,
+    types,
+)
 from workflows.errors import ErrorCode
-
-
-def new_thread() -> str:
-    return f"thread-{uuid.uuid4()}"
 
 
 async def thread_of(stack: Stack, thread_id: str) -> dict[str, Any]:
@@ -49,13 +50,13 @@ def approve(interrupt: dict, **payload: Any) -> dict[str, Any]:
     return {"interruptId": interrupt["id"], "status": "resolved", "payload": payload}
 
 
+def filing(form: dict, quarter: str) -> dict[str, Any]:
+    """A quarterly-filing answer (``quarter`` may be invalid on purpose)."""
+    return approve(form, quarter=quarter, year=2026, revenue=1)
+
+
 def cancel(interrupt: dict) -> dict[str, Any]:
     return {"interruptId": interrupt["id"], "status": "cancelled"}
-
-
-async def history_length(client: Client, thread_id: str) -> int:
-    history = await client.get_workflow_handle(workflow_id_for(thread_id)).fetch_history()
-    return len(history.events)
 
 
 async def test_a_tool_call_is_approved_across_two_runs(stack: Stack) -> None:
@@ -234,13 +235,7 @@ async def test_an_invalid_payload_error_names_the_failing_path(stack: Stack) -> 
     events = await resume(
         stack,
         thread_id,
-        [
-            {
-                "interruptId": form["id"],
-                "status": "resolved",
-                "payload": {"quarter": "Q5", "year": 2026, "revenue": 1},
-            }
-        ],
+        [filing(form, "Q5")],
     )
     assert events[-1]["code"] == ErrorCode.INVALID_PAYLOAD
     assert "payload/quarter" in events[-1]["message"]
@@ -309,13 +304,7 @@ async def test_an_expired_interrupt_closes_by_itself_and_rejects_late_answers(
     late = await resume(
         stack,
         thread_id,
-        [
-            {
-                "interruptId": form["id"],
-                "status": "resolved",
-                "payload": {"quarter": "Q1", "year": 2026, "revenue": 1},
-            }
-        ],
+        [filing(form, "Q1")],
     )
     assert late[-1]["code"] == ErrorCode.INTERRUPT_EXPIRED
     # The official client answers an expired interrupt with a cancel: accepted.
@@ -336,13 +325,7 @@ async def test_a_resolved_answer_after_expiry_but_before_the_timer_is_rejected(
     events = await resume(
         stack,
         thread_id,
-        [
-            {
-                "interruptId": form["id"],
-                "status": "resolved",
-                "payload": {"quarter": "Q1", "year": 2026, "revenue": 1},
-            }
-        ],
+        [filing(form, "Q1")],
     )
     assert events[-1]["code"] == ErrorCode.INTERRUPT_EXPIRED
 

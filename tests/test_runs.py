@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 from temporalio.client import Client
 
 from gateway.streaming import workflow_id_for
-from tests.helpers import Stack, post_run, run_input, types
-
-
-def new_thread() -> str:
-    return f"thread-{uuid.uuid4()}"
+from tests.helpers import Stack, new_thread, post_run, run_input, types
 
 
 async def workflow_count(client: Client, thread_id: str) -> int:
