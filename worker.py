@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
+from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
     ListSearchAttributesRequest,
@@ -57,7 +58,9 @@ async def register_search_attributes(
     await client.operator_service.add_search_attributes(
         AddSearchAttributesRequest(
             namespace=client.namespace,
-            search_attributes={key.name: key.indexed_value_type.value for key in keys},
+            search_attributes={
+                key.name: IndexedValueType.ValueType(key.indexed_value_type.value) for key in keys
+            },
         )
     )
 

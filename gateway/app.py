@@ -19,11 +19,12 @@ from ag_ui.encoder import EventEncoder
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from gateway.compat import DRAFT, encode_draft, normalise_draft_resume
 from gateway.errors import (
+    RUN_FAILURES,
     TEMPORAL_ERRORS,
     ApiError,
     GatewayErrorCode,
@@ -118,7 +119,7 @@ async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator
         async for event in stream.events():
             started = True
             yield event
-    except (WorkflowUpdateFailedError, *TEMPORAL_ERRORS) as err:
+    except RUN_FAILURES as err:
         if not started:
             yield RunStartedEvent(
                 thread_id=run_input.thread_id,

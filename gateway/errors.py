@@ -33,6 +33,10 @@ TEMPORAL_ERRORS: tuple[type[Exception], ...] = (RPCError, RuntimeError)
 ``RuntimeError`` when a lazily connected client fails to connect at all."""
 
 
+RUN_FAILURES: tuple[type[Exception], ...] = (WorkflowUpdateFailedError, *TEMPORAL_ERRORS)
+"""What can end a run's stream early: the thread rejected it, or Temporal is unreachable."""
+
+
 class ApiError(Exception):
     """An HTTP error answered as ``{"error": {"code", "message", "details"?}}``."""
 

@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from ag_ui.core import (
         AgentCapabilities,
         AssistantMessage,
-        BaseEvent,
+        Event,
         FunctionCall,
         Interrupt,
         Message,
@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         TextMessageContentEvent,
         TextMessageEndEvent,
         TextMessageStartEvent,
+        TextPart,
         ToolCall,
         ToolCallArgsEvent,
         ToolCallEndEvent,
@@ -70,7 +71,7 @@ class RunContext:
         input: RunAgentInput,
         messages: Sequence[Message],
         state: dict[str, Any],
-        emit: Callable[[BaseEvent], None],
+        emit: Callable[[Event], None],
         add_message: Callable[[Message], None],
         ask: Ask,
     ) -> None:
@@ -148,9 +149,7 @@ class RunContext:
             if isinstance(message, UserMessage):
                 if isinstance(message.content, str):
                     return message.content
-                return " ".join(
-                    part.text for part in message.content if getattr(part, "text", None)
-                )
+                return " ".join(part.text for part in message.content if isinstance(part, TextPart))
         return ""
 
     def say(self, deltas: Iterable[str]) -> AssistantMessage:

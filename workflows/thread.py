@@ -10,7 +10,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import (
         PROTOCOL_VERSION,
-        BaseEvent,
+        Event,
         Interrupt,
         Message,
         MessagesSnapshotEvent,
@@ -328,7 +328,7 @@ class ThreadWorkflow:
             self._message_ids.add(message.id)
             self._thread.messages.append(message)
 
-    def _emit(self, event: BaseEvent) -> None:
+    def _emit(self, event: Event) -> None:
         """Append ``event`` to the log of the run in progress."""
         run = self._run
         assert run is not None, "agent code emits only while a run is in progress"
