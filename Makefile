@@ -1,6 +1,6 @@
 # The README's two promises: `make run` runs the system, `make test` runs the tests.
 # Both create .venv/ and install the project into it first (once, and again whenever
-# pyproject.toml changes).
+# pyproject.toml or the Node test client's lock file changes); tests need Node >= 20.
 
 PYTHON ?= python3
 VENV := .venv
@@ -11,10 +11,12 @@ INSTALLED := $(VENV)/.installed
 
 install: $(INSTALLED)
 
-$(INSTALLED): pyproject.toml
+$(INSTALLED): pyproject.toml tests/node/package-lock.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	# The official AG-UI TypeScript client, which the end-to-end tests drive the gateway with.
+	npm ci --prefix tests/node --no-audit --no-fund --silent
 	touch $(INSTALLED)
 
 run: $(INSTALLED)

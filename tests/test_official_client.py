@@ -1,0 +1,109 @@
+"""The official AG-UI TypeScript client (``@ag-ui/client`` ``HttpAgent``) drives the gateway.
+
+Each test writes a spec for ``tests/node/run_agent.mjs``, runs it with Node, and asserts on
+what the client saw. The script exits non-zero whenever the client's own checks
+(``verifyEvents``, its interrupt enforcement) reject a stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import Stack, new_thread
+
+NODE_DIR = Path(__file__).resolve().parent / "node"
+
+
+async def drive(stack: Stack, tmp_path: Path, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Run ``steps`` on a new thread with ``HttpAgent``; return the script's report."""
+    spec = {
+        "url": f"{stack.http.base_url}/agents/demo",
+        "threadId": new_thread(),
+        "timeoutMs": 30000,
+        "steps": steps,
+    }
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(spec))
+    process = await asyncio.create_subprocess_exec(
+        "node",
+        str(NODE_DIR / "run_agent.mjs"),
+        str(spec_file),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 120)
+    sys.stderr.write(stderr.decode())
+    assert process.returncode == 0, stderr.decode()
+    report: dict[str, Any] = json.loads(stdout)
+    for step in report["steps"]:
+        assert step["events"][-1]["type"] in ("RUN_FINISHED", "RUN_ERROR")
+    return report
+
+
+def user(message_id: str, text: str) -> dict[str, str]:
+    return {"id": message_id, "role": "user", "content": text}
+
+
+async def test_http_agent_runs_pauses_and_resumes_with_build_resume_array(
+    stack: Stack, tmp_path: Path
+) -> None:
+    report = await drive(
+        stack,
+        tmp_path,
+        [
+            {"runId": "r1", "messages": [user("m1", "mail a@b.com, quarterly please")]},
+            {
+                "runId": "r2",
+                "messages": [],
+                "respond": [
+                    {"status": "resolved", "payload": {"approved": True}},
+                    {
+                        "status": "resolved",
+                        "payload": {"quarter": "Q2", "year": 2026, "revenue": 12.5},
+                    },
+                ],
+            },
+        ],
+    )
+
+    first, second = report["steps"]
+    assert [i["reason"] for i in first["pendingInterrupts"]] == ["tool_call", "input_required"]
+    assert first["events"][-1]["outcome"]["type"] == "interrupt"
+    assert second["pendingInterrupts"] == []
+    assert second["events"][-1]["outcome"] == {"type": "success"}
+    assert second["warnings"] == []
+    assert report["state"]["outbox"][0]["to"] == "a@b.com"
+    assert report["state"]["filings"] == [{"quarter": "Q2", "year": 2026, "revenue": 12.5}]
+
+
+async def test_http_agent_sees_an_invalid_answer_as_a_run_error_then_recovers(
+    stack: Stack, tmp_path: Path
+) -> None:
+    report = await drive(
+        stack,
+        tmp_path,
+        [
+            {"runId": "r1", "messages": [user("m1", "please confirm")]},
+            {"runId": "r2", "messages": [], "respond": [{"status": "resolved", "payload": "yes"}]},
+            {"runId": "r3", "messages": [], "respond": [{"status": "resolved", "payload": True}]},
+        ],
+    )
+
+    _, rejected, accepted = report["steps"]
+    assert rejected["events"][-1]["type"] == "RUN_ERROR"
+    assert rejected["events"][-1]["code"] == "INVALID_PAYLOAD"
+    assert accepted["events"][-1]["outcome"] == {"type": "success"}
+    assert report["messages"][-1]["content"] == "Confirmed."
+
+
+async def test_a_plain_run_is_accepted_unchanged(stack: Stack, tmp_path: Path) -> None:
+    report = await drive(stack, tmp_path, [{"runId": "r1", "messages": [user("m1", "hello")]}])
+
+    [step] = report["steps"]
+    assert step["events"] == step["wireEvents"]
+    assert step["warnings"] == []
+    assert report["messages"][-1]["content"] == "You said: hello"
