@@ -30,4 +30,4 @@ bench: $(INSTALLED)
 
 lint: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet ruff mypy
-	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy workflows activities gateway worker.py settings.py
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy workflows activities gateway bench worker.py settings.py

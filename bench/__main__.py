@@ -1,147 +1,105 @@
-"""Measure the engine against Temporal's own floor, over real HTTP, on one dev server.
+"""``python -m bench [--quick]``: the engine's latency, throughput and history cost.
 
-Prints, for the interrupt cycle run -> interrupt -> resume -> success driven through the
-gateway: resume -> ``RUN_FINISHED`` latency percentiles and cycles per second at several
-concurrencies; in the same run the raw Temporal update round trip on the same server as
-the floor; and the history each cycle costs. ``--quick`` for a smoke run.
+Starts its own in-memory Temporal dev server, the engine's worker, the gateway on a
+loopback port and a worker for the bench's own workflows; measures, in order, the raw
+update floor, full AG-UI runs over HTTP at concurrency 1 and 16, the interrupt cycle
+(resume -> RUN_FINISHED) at 1, 16 and 64, one thread's history,
+and the streaming alternatives; prints one table; stops everything. See docs/bench.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import statistics
-import time
-import uuid
+import os
+import sys
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
-from temporalio.client import Client
-from temporalio.worker import Worker
 
-from bench.floor import FloorWorkflow
-from gateway.streaming import workflow_id_for
-from tests.helpers import run_input, serve_stack, start_dev_server
+from bench.cycles import measure_cycles
+from bench.floor import measure_floor
+from bench.report import Results, render
+from bench.runs import measure_runs, thread_history
+from bench.stack import running_stack
+from bench.stats import Summary
+from bench.streams import measure_streams
+
+DEADLINE_SECONDS = 300.0
+"""A hung server or worker must not hang the bench: give up well past a normal run."""
+CONCURRENCIES = (1, 16)
+CYCLE_CONCURRENCIES = (1, 16, 64)
 
 
-@dataclass
-class Figures:
-    latencies: list[float]
-    seconds: float
+@dataclass(frozen=True)
+class Counts:
+    """How much of each measurement to do: bounded, so the bench ends by itself."""
 
-    def row(self, name: str, floor_p50: float | None = None) -> str:
-        q = statistics.quantiles(self.latencies, n=100)
-        rate = len(self.latencies) / self.seconds
-        ratio = f"  {q[49] / floor_p50:5.2f}x floor" if floor_p50 else ""
-        return (
-            f"{name:<34} p50 {q[49] * 1000:7.1f} ms  p95 {q[94] * 1000:7.1f} ms  "
-            f"p99 {q[98] * 1000:7.1f} ms  {rate:7.1f}/s{ratio}"
+    floor: dict[int, int]
+    runs: dict[int, int]
+    cycles: dict[int, int]
+    runs_per_thread: int
+    history_runs: int
+    stream_runs: int
+    warmup_runs: int
+
+
+FULL = Counts(
+    floor={1: 200, 16: 320},
+    runs={1: 100, 16: 320},
+    cycles={1: 50, 16: 160, 64: 320},
+    runs_per_thread=5,
+    history_runs=20,
+    stream_runs=30,
+    warmup_runs=5,
+)
+QUICK = Counts(
+    floor={1: 20, 16: 32},
+    runs={1: 10, 16: 32},
+    cycles={1: 5, 16: 16, 64: 64},
+    runs_per_thread=2,
+    history_runs=4,
+    stream_runs=4,
+    warmup_runs=2,
+)
+
+
+async def bench(counts: Counts) -> Results:
+    """Run every measurement on one freshly started stack."""
+    async with (
+        running_stack() as stack,
+        httpx.AsyncClient(
+            base_url=stack.base_url, timeout=30, limits=httpx.Limits(max_connections=32)
+        ) as http,
+    ):
+        await measure_runs(http, counts.warmup_runs, 1, counts.runs_per_thread)
+        floor: dict[int, Summary] = {}
+        runs: dict[int, Summary] = {}
+        for c in CONCURRENCIES:
+            # Floor and runs back to back, so each ratio compares figures taken seconds apart.
+            floor[c] = await measure_floor(stack.client, stack.bench_task_queue, counts.floor[c], c)
+            runs[c] = await measure_runs(http, counts.runs[c], c, counts.runs_per_thread)
+        cycles = {c: await measure_cycles(http, counts.cycles[c], c) for c in CYCLE_CONCURRENCIES}
+        history = await thread_history(stack.client, http, counts.history_runs)
+        streams = await measure_streams(
+            stack.client, stack.settings, stack.bench_task_queue, counts.stream_runs
         )
+    return Results(floor, runs, cycles, history, streams)
 
 
-async def post_run(http: httpx.AsyncClient, agent: str, body: object) -> list[dict[str, Any]]:
-    """POST a run and read its SSE stream, with no checks: the client's cost stays low."""
-    async with http.stream("POST", f"/agents/{agent}", json=body) as response:
-        return [
-            json.loads(line[6:])
-            async for line in response.aiter_lines()
-            if line.startswith("data: ")
-        ]
-
-
-async def measure_floor(client: Client, count: int, concurrency: int) -> Figures:
-    """Raw update round trips against one workflow per client."""
-    task_queue = f"floor-{uuid.uuid4()}"
-    async with Worker(client, task_queue=task_queue, workflows=[FloorWorkflow]):
-        handles = [
-            await client.start_workflow(
-                FloorWorkflow.run, id=f"floor-{uuid.uuid4()}", task_queue=task_queue
-            )
-            for _ in range(concurrency)
-        ]
-        latencies: list[float] = []
-
-        async def one(handle: object, n: int) -> None:
-            for i in range(n):
-                start = time.perf_counter()
-                await handle.execute_update(FloorWorkflow.ping, i)  # type: ignore[attr-defined]
-                latencies.append(time.perf_counter() - start)
-
-        began = time.perf_counter()
-        await asyncio.gather(*(one(h, count // concurrency) for h in handles))
-        elapsed = time.perf_counter() - began
-        for handle in handles:
-            await handle.terminate()
-    return Figures(latencies, elapsed)
-
-
-async def interrupted(http: httpx.AsyncClient) -> tuple[str, str]:
-    """A new thread paused on one approval: its id and the interrupt's."""
-    thread_id = f"bench-{uuid.uuid4()}"
-    events = await post_run(http, "demo", run_input(thread_id, "r1", "mail a@b.com"))
-    [interrupt] = events[-1]["outcome"]["interrupts"]
-    return thread_id, interrupt["id"]
-
-
-async def approve(http: httpx.AsyncClient, thread_id: str, interrupt_id: str) -> None:
-    """Resume the thread with an approval; the run must succeed."""
-    entry = {"interruptId": interrupt_id, "status": "resolved", "payload": {"approved": True}}
-    body = {"threadId": thread_id, "runId": "r2", "messages": [], "resume": [entry]}
-    events = await post_run(http, "demo", body)
-    assert events[-1]["outcome"] == {"type": "success"}
-
-
-async def measure_cycles(http: httpx.AsyncClient, count: int, concurrency: int) -> Figures:
-    """run -> interrupt -> resume -> success; the latency is the resume's."""
-    latencies: list[float] = []
-
-    async def one(n: int) -> None:
-        for _ in range(n):
-            thread_id, interrupt_id = await interrupted(http)
-            start = time.perf_counter()
-            await approve(http, thread_id, interrupt_id)
-            latencies.append(time.perf_counter() - start)
-
-    began = time.perf_counter()
-    await asyncio.gather(*(one(count // concurrency) for _ in range(concurrency)))
-    return Figures(latencies, time.perf_counter() - began)
-
-
-async def history_cost(client: Client, http: httpx.AsyncClient) -> str:
-    """Events and bytes one interrupt cycle adds to a thread's history."""
-    thread_id, interrupt_id = await interrupted(http)
-    await approve(http, thread_id, interrupt_id)
-    history = await client.get_workflow_handle(workflow_id_for(thread_id)).fetch_history()
-    size = len(history.to_json().encode())
-    return f"history of one interrupt cycle (2 runs): {len(history.events)} events, {size} bytes"
-
-
-async def main(quick: bool) -> None:
-    floor_count, cycle_count = (40, 16) if quick else (200, 64)
-    server = await start_dev_server()
-    try:
-        async with serve_stack(server.client) as stack:
-            await measure_cycles(stack.http, 4, 1)  # warm up
-            floor = await measure_floor(server.client, floor_count, 1)
-            print(floor.row("raw update round trip (c=1)"))
-            floor_p50 = statistics.quantiles(floor.latencies, n=100)[49]
-            for concurrency in (1, 16, 64):
-                raw = await measure_floor(
-                    server.client, max(floor_count, concurrency * 4), concurrency
-                )
-                print(raw.row(f"raw update round trip (c={concurrency})"))
-                cycles = await measure_cycles(
-                    stack.http, max(cycle_count, concurrency * 2), concurrency
-                )
-                print(cycles.row(f"resume -> RUN_FINISHED (c={concurrency})", floor_p50))
-            print(await history_cost(server.client, stack.http))
-    finally:
-        await server.shutdown()
+async def main() -> None:
+    """Parse the flags, bench, print the table."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small counts: a smoke run")
+    counts = QUICK if parser.parse_args().quick else FULL
+    async with asyncio.timeout(DEADLINE_SECONDS):
+        results = await bench(counts)
+    print(render(results), flush=True)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
-    asyncio.run(main(parser.parse_args().quick))
+    asyncio.run(main())
+    # Everything has stopped. Skip interpreter teardown, as worker.py does: the Temporal
+    # core's native threads can outlive it and abort CPython's finalization.
+    sys.stdout.flush()
+    os._exit(0)

@@ -1,21 +1,47 @@
-"""The floor workflow: the cheapest possible update, what one Temporal round trip costs.
+"""The raw floor: a no-op Temporal update round trip on the bench's server.
 
-Its own module, importing nothing but Temporal, so the workflow sandbox accepts it.
+Every AG-UI run is at least one update on its thread's workflow, so this is the latency
+and throughput no run can beat on this server; the run figures are read against it.
 """
 
 from __future__ import annotations
 
-from temporalio import workflow
+import asyncio
+import time
+import uuid
+
+from temporalio.client import Client, WorkflowHandle
+
+from bench.stats import Summary
+from bench.workflows import FloorWorkflow
+
+WARMUP_UPDATES = 5
+"""Untimed updates per workflow first, so the worker has it cached like a busy thread."""
 
 
-@workflow.defn
-class FloorWorkflow:
-    """Update ``ping`` returns its argument at once."""
+async def measure_floor(client: Client, task_queue: str, count: int, concurrency: int) -> Summary:
+    """``count`` updates from one client: ``concurrency`` callers, one workflow each.
 
-    @workflow.run
-    async def run(self) -> None:
-        await workflow.wait_condition(lambda: False)
+    One workflow per caller mirrors the runs, where each concurrent client has its own
+    thread: updates to one workflow are serialised by its workflow tasks.
+    """
+    handles = [
+        await client.start_workflow(
+            FloorWorkflow.run, id=f"bench-floor-{uuid.uuid4()}", task_queue=task_queue
+        )
+        for _ in range(concurrency)
+    ]
+    for handle in handles:
+        for i in range(WARMUP_UPDATES):
+            await handle.execute_update(FloorWorkflow.ping, i)
+    latencies: list[float] = []
 
-    @workflow.update
-    async def ping(self, value: int) -> int:
-        return value
+    async def caller(handle: WorkflowHandle[FloorWorkflow, None], updates: int) -> None:
+        for i in range(updates):
+            start = time.perf_counter()
+            await handle.execute_update(FloorWorkflow.ping, i)
+            latencies.append(time.perf_counter() - start)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(caller(handle, count // concurrency) for handle in handles))
+    return Summary(tuple(latencies), time.perf_counter() - began)

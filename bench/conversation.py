@@ -1,0 +1,36 @@
+"""A thread as an AG-UI client holds it, so the bench sends what real clients send."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+AGENT = "demo"
+PROMPT = "bench run"
+"""No address and no keyword: the demo agent just answers, in ten events (RUN_STARTED,
+the reply as four deltas between TEXT_MESSAGE_START/END, STATE_SNAPSHOT,
+MESSAGES_SNAPSHOT, RUN_FINISHED) after one model activity."""
+
+
+@dataclass
+class Conversation:
+    """One thread's client side: it resends the whole conversation on every run.
+
+    That is what AG-UI clients do (see README), so each run's input, and the
+    ``MESSAGES_SNAPSHOT`` it gets back, grow with the thread as they would in production.
+    """
+
+    thread_id: str = field(default_factory=lambda: f"bench-{uuid.uuid4()}")
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    runs: int = 0
+
+    def next_input(self) -> dict[str, Any]:
+        """The ``RunAgentInput`` JSON of the thread's next run: one new user message."""
+        self.runs += 1
+        self.messages.append({"id": f"u{self.runs}", "role": "user", "content": PROMPT})
+        return {"threadId": self.thread_id, "runId": f"r{self.runs}", "messages": self.messages}
+
+    def remember(self, snapshot: list[dict[str, Any]]) -> None:
+        """Adopt a run's ``MESSAGES_SNAPSHOT``, the agent's replies included."""
+        self.messages = list(snapshot)

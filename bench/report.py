@@ -1,0 +1,93 @@
+"""The bench's output: one compact plain-text table, the same on every run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.history import HistoryGrowth
+from bench.stats import Summary
+from bench.streams import VariantResult
+
+NAME_WIDTH = 26
+
+
+@dataclass(frozen=True)
+class Results:
+    """Everything ``python -m bench`` measured, by concurrency where it varies."""
+
+    floor: dict[int, Summary]
+    runs: dict[int, Summary]
+    cycles: dict[int, Summary]
+    history: HistoryGrowth
+    streams: list[VariantResult]
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.1f}"
+
+
+def _kb(size: float) -> str:
+    return f"{size / 1024:.1f} KB"
+
+
+def _latency_row(name: str, summary: Summary) -> str:
+    return (
+        f"  {name:<{NAME_WIDTH}}{summary.count:>5}"
+        f"{_ms(summary.percentile(50))}{_ms(summary.percentile(95))}"
+        f"{_ms(summary.percentile(99))}{summary.rate:9.1f}"
+    )
+
+
+def render(results: Results) -> str:
+    """The table: latencies in milliseconds, rates per second, history per run."""
+    head = f"  {'':<{NAME_WIDTH}}{'n':>5}{'p50 ms':>8}{'p95 ms':>8}{'p99 ms':>8}{'per s':>9}"
+    lines = ["Raw floor: no-op Temporal update round trip, same server, one client", head]
+    lines += [_latency_row(f"update c={c}", s) for c, s in results.floor.items()]
+    lines += [
+        "",
+        "AG-UI run over HTTP: POST /agents/demo -> RUN_FINISHED read from SSE",
+        f"{head}{'p50/floor':>11}{'rate/floor':>12}",
+    ]
+    for concurrency, runs in results.runs.items():
+        floor = results.floor[concurrency]
+        latency_ratio = runs.percentile(50) / floor.percentile(50)
+        rate_share = runs.rate / floor.rate
+        lines.append(
+            f"{_latency_row(f'run c={concurrency}', runs)}"
+            f"{latency_ratio:>10.1f}x{rate_share:>11.0%}"
+        )
+    c1_floor = results.floor[1].percentile(50)
+    raw_rate = max(floor.rate for floor in results.floor.values())
+    lines += [
+        "",
+        "Interrupt cycle: run -> interrupt -> resume; latency of resume -> RUN_FINISHED",
+        f"{head}{'p50/floor':>11}{'cycles/raw':>12}",
+    ]
+    for concurrency, cycles in results.cycles.items():
+        lines.append(
+            f"{_latency_row(f'resume c={concurrency}', cycles)}"
+            f"{cycles.percentile(50) / c1_floor:>10.1f}x{cycles.rate / raw_rate:>11.0%}"
+        )
+    history = results.history
+    runs_count = len(history.per_run)
+    lines += [
+        "",
+        f"History of one thread after {runs_count} runs (ThreadWorkflow, via the gateway)",
+        f"  {sum(s.events for s in history.per_run)} events, "
+        f"{_kb(sum(s.bytes for s in history.per_run))}: "
+        f"{history.events_per_run:.1f} events/run, {_kb(history.bytes_per_run)}/run "
+        f"(run 1: {_kb(history.per_run[0].bytes)}, "
+        f"run {runs_count}: {_kb(history.per_run[-1].bytes)})",
+        "",
+        "Streaming a run (10 events, 1 activity) to its client, on an existing workflow",
+        f"  {'':<{NAME_WIDTH}}{'n':>5}{'first p50':>10}{'last p50':>9}{'last p95':>9}"
+        f"{'last p99':>9}{'events/run':>11}{'bytes/run':>10}",
+    ]
+    for variant in results.streams:
+        lines.append(
+            f"  {variant.name:<{NAME_WIDTH}}{variant.last.count:>5}"
+            f"{_ms(variant.first.percentile(50)):>10}{_ms(variant.last.percentile(50)):>9}"
+            f"{_ms(variant.last.percentile(95)):>9}{_ms(variant.last.percentile(99)):>9}"
+            f"{variant.history.events_per_run:>11.1f}{variant.history.bytes_per_run:>10.0f}"
+        )
+    return "\n".join(lines)

