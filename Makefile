@@ -29,5 +29,5 @@ bench: $(INSTALLED)
 	$(BIN)/python -m bench
 
 lint: $(INSTALLED)
-	$(BIN)/python -m pip install --quiet ruff mypy
+	$(BIN)/python -m pip install --quiet ruff==0.17.6 mypy==2.4.1
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy workflows activities gateway bench worker.py settings.py

@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import Protocol, cast
 
 from ag_ui.core import MessagesSnapshotEvent, RunAgentInput, RunFinishedEvent
-from temporalio.client import Client, WorkflowUpdateStage
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateStage
 from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
 
 from bench.conversation import AGENT, Conversation
@@ -84,7 +84,9 @@ class UpdateQuery:
         """Accept the run, query by offset while in flight, end on the update's result."""
         self.runs += 1
         run_id = f"r{self.runs}"
-        handle = self.client.get_workflow_handle_for(UpdateRunWorkflow.run, self.workflow_id)
+        handle: WorkflowHandle[UpdateRunWorkflow, None] = self.client.get_workflow_handle(
+            self.workflow_id
+        )
         start = time.perf_counter()
         update = await handle.start_update(
             UpdateRunWorkflow.run_agent, run_id, wait_for_stage=WorkflowUpdateStage.ACCEPTED
@@ -128,7 +130,9 @@ class Stream:
     async def run(self) -> RunTiming:
         """Accept the run, then subscribe until its ``RUN_FINISHED`` arrives."""
         self.runs += 1
-        handle = self.client.get_workflow_handle_for(StreamRunWorkflow.run, self.workflow_id)
+        handle: WorkflowHandle[StreamRunWorkflow, None] = self.client.get_workflow_handle(
+            self.workflow_id
+        )
         stream = WorkflowStreamClient.create(self.client, self.workflow_id)
         start = time.perf_counter()
         await handle.start_update(

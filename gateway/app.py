@@ -19,7 +19,7 @@ from ag_ui.encoder import EventEncoder
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
 from gateway.compat import DRAFT, encode_draft, normalise_draft_resume
@@ -194,7 +194,9 @@ def _add_routes(app: FastAPI) -> None:
     @app.get("/threads/{thread_id}")
     async def thread(thread_id: str, client: ClientDep) -> JSONResponse:
         """The thread's messages, state and runs."""
-        handle = client.get_workflow_handle_for(ThreadWorkflow.run, workflow_id_for(thread_id))
+        handle: WorkflowHandle[ThreadWorkflow, None] = client.get_workflow_handle(
+            workflow_id_for(thread_id)
+        )
         try:
             view = await handle.query(ThreadWorkflow.view)
         except RPCError as err:

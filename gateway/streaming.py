@@ -121,5 +121,5 @@ async def start_run(
         start_workflow_operation=start,
         wait_for_stage=WorkflowUpdateStage.ACCEPTED,
     )
-    thread = client.get_workflow_handle_for(ThreadWorkflow.run, workflow_id)
+    thread: WorkflowHandle[ThreadWorkflow, None] = client.get_workflow_handle(workflow_id)
     return RunStream(thread, update, settings.stream_poll_seconds)
