@@ -188,9 +188,10 @@ class Thread:
         stream = await start_run(self.client, self.settings, AGENT, run_input)
         first: float | None = None
         last: float | None = None
-        async for event in stream.events():
+        async for item in stream.events():
             now = time.perf_counter() - start
             first = now if first is None else first
+            event = item.event
             if isinstance(event, MessagesSnapshotEvent):
                 self.conversation.remember(
                     [

@@ -16,10 +16,10 @@ from ag_ui.core import (
     RunStartedEvent,
 )
 from ag_ui.encoder import EventEncoder
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from gateway.compat import DRAFT, encode_draft, normalise_draft_resume
@@ -32,7 +32,7 @@ from gateway.errors import (
     run_error_from,
     temporal_unavailable,
 )
-from gateway.streaming import RunStream, start_run, workflow_id_for
+from gateway.streaming import RunStream, attach, find_run, start_run, thread_handle
 from settings import Settings, connect
 from workflows.agents import AGENTS
 from workflows.runtime import Agent
@@ -107,7 +107,12 @@ AgentDep = Annotated[Agent, Depends(_agent)]
 RunInputDep = Annotated[RunAgentInput, Depends(_run_input)]
 
 
-async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator[BaseEvent]:
+Streamed = tuple[int | None, BaseEvent]
+"""An event to send and its SSE ``id``: its ``seq`` in the thread's event log, or
+``None`` for an event the thread never recorded (the ``RUN_ERROR`` of a rejected run)."""
+
+
+async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator[Streamed]:
     """The run's events, always closed by ``RUN_FINISHED`` or ``RUN_ERROR``.
 
     A run the thread rejected never started there, but AG-UI requires every run to open
@@ -116,40 +121,65 @@ async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator
     """
     started = False
     try:
-        async for event in stream.events():
+        async for item in stream.events():
             started = True
-            yield event
+            yield item.seq, item.event
     except RUN_FAILURES as err:
         if not started:
-            yield RunStartedEvent(
-                thread_id=run_input.thread_id,
-                run_id=run_input.run_id,
-                protocol_version=PROTOCOL_VERSION,
+            yield (
+                None,
+                RunStartedEvent(
+                    thread_id=run_input.thread_id,
+                    run_id=run_input.run_id,
+                    protocol_version=PROTOCOL_VERSION,
+                ),
             )
-        yield run_error_from(err)
+        yield None, run_error_from(err)
 
 
-def _sse(events: AsyncIterator[BaseEvent], compat: str | None) -> StreamingResponse:
+def _sse(events: AsyncIterator[Streamed], compat: str | None = None) -> StreamingResponse:
     """An AG-UI event stream as a ``text/event-stream`` response.
 
     Args:
-        events: The events to send.
+        events: The events to send, each with its SSE ``id``.
         compat: ``"draft"`` to send interrupts in the earlier draft's shape too.
     """
     encoder = EventEncoder()
 
     async def body() -> AsyncIterator[str]:
-        async for event in events:
-            if compat == DRAFT:
-                yield f"data: {json.dumps(encode_draft(event))}\n\n"
-            else:
-                yield encoder.encode(event)
+        async for seq, event in events:
+            data = (
+                f"data: {json.dumps(encode_draft(event))}\n\n"
+                if compat == DRAFT
+                else encoder.encode(event)
+            )
+            yield data if seq is None else f"id: {seq}\n{data}"
 
     return StreamingResponse(
         body(),
         media_type=encoder.get_content_type(),
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+def _event_id(value: str | None) -> int:
+    """An SSE event id as sent by the gateway (a non-negative integer); 0 when absent."""
+    if value is None:
+        return 0
+    if not value.isdigit():
+        raise ApiError(
+            422,
+            GatewayErrorCode.INVALID_EVENT_ID,
+            f"{value!r} is not an event id of this gateway; ids are non-negative integers.",
+        )
+    return int(value)
+
+
+def _thread_error(thread_id: str, err: Exception) -> ApiError:
+    """A failed read of a thread: 404 when it does not exist, else Temporal is unavailable."""
+    if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
+        return ApiError(404, GatewayErrorCode.UNKNOWN_THREAD, f"No thread {thread_id!r}.")
+    return temporal_unavailable(err)
 
 
 def _add_routes(app: FastAPI) -> None:
@@ -194,20 +224,40 @@ def _add_routes(app: FastAPI) -> None:
     @app.get("/threads/{thread_id}")
     async def thread(thread_id: str, client: ClientDep) -> JSONResponse:
         """The thread's messages, state and runs."""
-        handle: WorkflowHandle[ThreadWorkflow, None] = client.get_workflow_handle(
-            workflow_id_for(thread_id)
-        )
         try:
-            view = await handle.query(ThreadWorkflow.view)
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise ApiError(
-                    404, GatewayErrorCode.UNKNOWN_THREAD, f"No thread {thread_id!r}."
-                ) from err
-            raise temporal_unavailable(err) from err
-        except RuntimeError as err:
-            raise temporal_unavailable(err) from err
+            view = await thread_handle(client, thread_id).query(ThreadWorkflow.view)
+        except TEMPORAL_ERRORS as err:
+            raise _thread_error(thread_id, err) from err
         return JSONResponse(view.model_dump(mode="json", by_alias=True))
+
+    @app.get("/threads/{thread_id}/runs/{run_id}/events", response_class=StreamingResponse)
+    async def run_events(
+        thread_id: str,
+        run_id: str,
+        client: ClientDep,
+        settings: SettingsDep,
+        after: Annotated[str | None, Query()] = None,
+        last_event_id: Annotated[str | None, Header()] = None,
+    ) -> StreamingResponse:
+        """The run's events after event id ``after`` (or ``Last-Event-ID``), then its live
+        rest: how a client resumes a lost stream, attaches to a run in flight, or re-reads
+        a finished one. With neither, the whole run."""
+        offset = _event_id(after if after is not None else last_event_id)
+        thread = thread_handle(client, thread_id)
+        try:
+            run = await find_run(thread, run_id)
+        except TEMPORAL_ERRORS as err:
+            raise _thread_error(thread_id, err) from err
+        if run is None:
+            raise ApiError(
+                404, GatewayErrorCode.UNKNOWN_RUN, f"Thread {thread_id!r} has no run {run_id!r}."
+            )
+
+        async def events() -> AsyncIterator[Streamed]:
+            async for item in attach(thread, run, offset, settings.stream_poll_seconds):
+                yield item.seq, item.event
+
+        return _sse(events())
 
     @app.get("/healthz")
     async def healthz(client: ClientDep, settings: SettingsDep) -> JSONResponse:

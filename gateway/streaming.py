@@ -6,6 +6,10 @@ result carries every event of the run, so the terminal event reaches the client 
 as the run ends, never a poll interval later. Short runs therefore cost one update and
 no queries at all. ``bench/`` measures this against alternatives; this module is the one
 place the choice lives.
+
+Every event comes with its ``seq``, its position in the thread's event log, which the
+gateway sends as the SSE ``id``: a client that lost its stream reads the rest of the
+run from there with :func:`attach`.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import hashlib
 import json
 from collections.abc import AsyncIterator
 
-from ag_ui.core import BaseEvent, RunAgentInput
+from ag_ui.core import RunAgentInput
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
@@ -31,7 +35,14 @@ from temporalio.common import (
 
 from settings import Settings
 from workflows import search_attributes
-from workflows.models import EventsQuery, RunReply, RunRequest, ThreadStart
+from workflows.models import (
+    EventsQuery,
+    RunRecord,
+    RunReply,
+    RunRequest,
+    SequencedEvent,
+    ThreadStart,
+)
 from workflows.thread import ThreadWorkflow
 
 
@@ -65,7 +76,7 @@ class RunStream:
         self._update = update
         self._poll_seconds = poll_seconds
 
-    async def events(self) -> AsyncIterator[BaseEvent]:
+    async def events(self) -> AsyncIterator[SequencedEvent]:
         """The run's events in order, ending with its terminal event."""
         result = asyncio.ensure_future(self._update.result())
         after = 0
@@ -79,12 +90,40 @@ class RunStream:
                 )
                 for item in page.events:
                     after = item.seq
-                    yield item.event
+                    yield item
             for item in result.result().events:
                 if item.seq > after:
-                    yield item.event
+                    yield item
         finally:
             result.cancel()
+
+
+def thread_handle(client: Client, thread_id: str) -> WorkflowHandle[ThreadWorkflow, None]:
+    """The handle of the workflow that holds thread ``thread_id``."""
+    return client.get_workflow_handle(workflow_id_for(thread_id))
+
+
+async def find_run(thread: WorkflowHandle[ThreadWorkflow, None], run_id: str) -> RunRecord | None:
+    """The thread's latest run with AG-UI ``runId`` ``run_id`` (a resume may reuse one)."""
+    view = await thread.query(ThreadWorkflow.view)
+    return next((run for run in reversed(view.runs) if run.run_id == run_id), None)
+
+
+async def attach(
+    thread: WorkflowHandle[ThreadWorkflow, None], run: RunRecord, after: int, poll_seconds: float
+) -> AsyncIterator[SequencedEvent]:
+    """The run's events with ``seq > after``, then, while it is in flight, the live rest.
+
+    Ends after the run's terminal event; a finished run is read back at once.
+    """
+    while True:
+        page = await thread.query(ThreadWorkflow.events, EventsQuery(run_key=run.key, after=after))
+        for item in page.events:
+            after = item.seq
+            yield item
+        if page.ended:
+            return
+        await asyncio.sleep(poll_seconds)
 
 
 async def start_run(
@@ -121,5 +160,6 @@ async def start_run(
         start_workflow_operation=start,
         wait_for_stage=WorkflowUpdateStage.ACCEPTED,
     )
-    thread: WorkflowHandle[ThreadWorkflow, None] = client.get_workflow_handle(workflow_id)
-    return RunStream(thread, update, settings.stream_poll_seconds)
+    return RunStream(
+        thread_handle(client, run_input.thread_id), update, settings.stream_poll_seconds
+    )

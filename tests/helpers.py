@@ -142,20 +142,39 @@ def run_input(thread_id: str, run_id: str, *texts: str, **extra: Any) -> dict[st
     return {"threadId": thread_id, "runId": run_id, "messages": messages, **extra}
 
 
-async def post_run(http: httpx.AsyncClient, agent: str, body: Any) -> list[dict[str, Any]]:
-    """POST a run and read its whole SSE stream; every event is checked against
-    ``ag_ui.core`` and the stream against ``ag-ui-validate``."""
+SseEvent = tuple[str | None, dict[str, Any]]
+"""An SSE message as read: its ``id`` (``None`` without one) and its JSON data."""
+
+
+async def read_sse(response: httpx.Response) -> list[SseEvent]:
+    """Every message of a ``text/event-stream`` response, with its id."""
+    assert response.status_code == 200, await response.aread()
+    assert response.headers["content-type"].startswith("text/event-stream")
+    messages: list[SseEvent] = []
+    event_id: str | None = None
+    async for line in response.aiter_lines():
+        if line.startswith("id: "):
+            event_id = line.removeprefix("id: ")
+        elif line.startswith("data: "):
+            messages.append((event_id, json.loads(line.removeprefix("data: "))))
+        elif not line:
+            event_id = None
+    return messages
+
+
+async def post_run_sse(http: httpx.AsyncClient, agent: str, body: Any) -> list[SseEvent]:
+    """POST a run and read its whole SSE stream, ids included; every event is checked
+    against ``ag_ui.core`` and the stream against ``ag-ui-validate``."""
     async with http.stream("POST", f"/agents/{agent}", json=body) as response:
-        assert response.status_code == 200, await response.aread()
-        assert response.headers["content-type"].startswith("text/event-stream")
-        events = [
-            json.loads(line.removeprefix("data: "))
-            async for line in response.aiter_lines()
-            if line.startswith("data: ")
-        ]
+        messages = await read_sse(response)
     thread_id = body.get("threadId") if isinstance(body, dict) else None
-    assert_valid_stream(events, thread_id)
-    return events
+    assert_valid_stream([event for _, event in messages], thread_id)
+    return messages
+
+
+async def post_run(http: httpx.AsyncClient, agent: str, body: Any) -> list[dict[str, Any]]:
+    """POST a run and read its whole, checked SSE stream (see :func:`post_run_sse`)."""
+    return [event for _, event in await post_run_sse(http, agent, body)]
 
 
 _validators: dict[str, Validator] = {}
