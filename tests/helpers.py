@@ -146,20 +146,23 @@ SseEvent = tuple[str | None, dict[str, Any]]
 """An SSE message as read: its ``id`` (``None`` without one) and its JSON data."""
 
 
-async def read_sse(response: httpx.Response) -> list[SseEvent]:
-    """Every message of a ``text/event-stream`` response, with its id."""
+async def sse_messages(response: httpx.Response) -> AsyncIterator[SseEvent]:
+    """The messages of a ``text/event-stream`` response as they arrive, with their ids."""
     assert response.status_code == 200, await response.aread()
     assert response.headers["content-type"].startswith("text/event-stream")
-    messages: list[SseEvent] = []
     event_id: str | None = None
     async for line in response.aiter_lines():
         if line.startswith("id: "):
             event_id = line.removeprefix("id: ")
         elif line.startswith("data: "):
-            messages.append((event_id, json.loads(line.removeprefix("data: "))))
+            yield event_id, json.loads(line.removeprefix("data: "))
         elif not line:
             event_id = None
-    return messages
+
+
+async def read_sse(response: httpx.Response) -> list[SseEvent]:
+    """Every message of a ``text/event-stream`` response, with its id."""
+    return [message async for message in sse_messages(response)]
 
 
 async def post_run_sse(http: httpx.AsyncClient, agent: str, body: Any) -> list[SseEvent]:

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from typing import Any
 
 import httpx
+from temporalio.client import Client
+from temporalio.worker import Worker
 
-from tests.helpers import SseEvent, Stack, new_thread, post_run_sse, read_sse, run_input
+from settings import Settings
+from tests.helpers import (
+    SseEvent,
+    Stack,
+    eventually,
+    new_thread,
+    post_run_sse,
+    read_sse,
+    run_input,
+    serve_gateway,
+    sse_messages,
+)
+from worker import ACTIVITIES, WORKFLOWS
 
 
 async def get_events(
@@ -66,6 +82,40 @@ async def test_a_reused_run_id_names_the_latest_run(stack: Stack) -> None:
 
     assert await get_events(stack.http, thread_id, "r1") == resumed
     assert resumed[-1][1]["outcome"] == {"type": "success"}
+
+
+async def test_a_client_attaches_to_a_run_in_flight_and_gets_its_live_rest(
+    client: Client,
+) -> None:
+    settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
+    thread_id = new_thread()
+    # A worker for workflow tasks only: the run starts, then waits on its model activity.
+    async with (
+        Worker(client, task_queue=settings.task_queue, workflows=WORKFLOWS),
+        serve_gateway(settings, client) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        posted = asyncio.create_task(
+            post_run_sse(http, "demo", run_input(thread_id, "r1", "hello"))
+        )
+
+        async def running() -> bool:
+            response = await http.get(f"/threads/{thread_id}")
+            return response.status_code == 200 and response.json()["status"] == "running"
+
+        await eventually(running, what="the run to start")
+        url = f"/threads/{thread_id}/runs/r1/events"
+        async with http.stream("GET", url) as response:
+            messages = sse_messages(response)
+            first = await anext(messages)
+            assert first[1]["type"] == "RUN_STARTED"
+            # Only now can the run finish: activities get a worker.
+            async with Worker(client, task_queue=settings.task_queue, activities=ACTIVITIES):
+                attached = [first, *[message async for message in messages]]
+                original = await posted
+
+    assert attached == original
+    assert attached[-1][1]["outcome"] == {"type": "success"}
 
 
 async def test_reading_what_does_not_exist_is_a_clear_error(stack: Stack) -> None:
