@@ -24,7 +24,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from gateway.app import create_app
-from gateway.streaming import workflow_id_for
+from gateway.streaming import thread_handle
 from settings import Settings
 from worker import build_worker, ensure_search_attributes
 
@@ -54,7 +54,7 @@ def new_thread() -> str:
 
 async def history_length(client: Client, thread_id: str) -> int:
     """How many events the thread's workflow history has."""
-    history = await client.get_workflow_handle(workflow_id_for(thread_id)).fetch_history()
+    history = await thread_handle(client, thread_id).fetch_history()
     return len(history.events)
 
 

@@ -9,7 +9,7 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from gateway.streaming import workflow_id_for
+from gateway.streaming import thread_handle
 from tests.helpers import Stack, history_length, post_run, run_input, types
 from workflows.errors import ErrorCode
 from workflows.models import RunRequest
@@ -96,7 +96,7 @@ async def test_the_workflow_rejects_runs_for_another_agent_or_thread(
     thread_id, before = await started_thread(stack)
     events_before = await history_length(stack.client, thread_id)
     body = run_input(thread_override or thread_id, "r2", "hi")
-    handle = stack.client.get_workflow_handle_for(ThreadWorkflow.run, workflow_id_for(thread_id))
+    handle = thread_handle(stack.client, thread_id)
 
     with pytest.raises(WorkflowUpdateFailedError) as failure:
         await handle.execute_update(
