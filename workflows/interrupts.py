@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
 
 from temporalio import workflow
 
@@ -18,21 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from ag_ui.core import Interrupt, ResumeEntry
 
     from workflows.errors import ErrorCode, rejection
-    from workflows.models import AppliedAnswer, Model
-
-AnswerStatus = Literal["resolved", "cancelled", "expired"]
-
-
-class Answer(Model):
-    """What agent code receives for one interrupt."""
-
-    interrupt_id: str
-    status: AnswerStatus
-    payload: Any = None
-
-    @property
-    def resolved(self) -> bool:
-        return self.status == "resolved"
+    from workflows.models import AppliedAnswer
 
 
 def parse_expiry(interrupt: Interrupt) -> datetime | None:
@@ -105,8 +90,11 @@ def check_resume(
 
 
 def _check_closed(index: int, entry: ResumeEntry, applied: dict[str, AppliedAnswer]) -> None:
-    """An entry for an interrupt that is not open: only a cancel of an expired one passes."""
+    """An entry for an interrupt that is not open: a cancel of an expired one, or the
+    exact answer it already got (a replay, contract rule 5), passes."""
     done = applied.get(entry.interrupt_id)
+    if done is not None and done.key == answer_key(entry):
+        return
     if done is not None and done.status == "expired":
         if entry.status == "cancelled":
             return

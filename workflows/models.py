@@ -49,11 +49,26 @@ class SequencedEvent(Model):
     event: Event
 
 
+AnswerStatus = Literal["resolved", "cancelled", "expired"]
+
+
+class Answer(Model):
+    """What agent code receives for one interrupt: the interrupt and how it was closed."""
+
+    interrupt: Interrupt
+    status: AnswerStatus
+    payload: Any = None
+
+    @property
+    def resolved(self) -> bool:
+        return self.status == "resolved"
+
+
 class AppliedAnswer(Model):
     """An interrupt's answer as applied: the ledger that makes resumes idempotent."""
 
     interrupt_id: str
-    status: Literal["resolved", "cancelled", "expired"]
+    status: AnswerStatus
     key: str
     """``(interruptId, status, payload)`` canonicalised (see ``interrupts.answer_key``)."""
     run_key: str
@@ -68,8 +83,18 @@ class ThreadState(Model):
     agent: str
     messages: list[Message] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict)
-    interrupts: list[Interrupt] = Field(default_factory=list)
-    """The thread's open interrupts: a run that ends on them waits for their answers."""
+    asked: list[Interrupt] = Field(default_factory=list)
+    """The interrupts the paused agent turn asked, in the order it asked them; those
+    without an answer are the thread's open interrupts."""
+    answers: dict[str, Answer] = Field(default_factory=dict)
+    """Answers to ``asked`` so far, by interrupt id. When the last one arrives the
+    agent's ``resume`` takes them all and both are cleared."""
+
+    @property
+    def open_interrupts(self) -> list[Interrupt]:
+        """The interrupts a resume must answer, in the order they were asked."""
+        return [interrupt for interrupt in self.asked if interrupt.id not in self.answers]
+
     applied: dict[str, AppliedAnswer] = Field(default_factory=dict)
     """Every answer applied, by interrupt id."""
     runs: list[RunRecord] = Field(default_factory=list)
@@ -81,6 +106,11 @@ class ThreadStart(Model):
 
     thread_id: str
     agent: str
+    continue_as_new_after_runs: int = 100
+    """Runs one workflow run serves before the thread continues as new. At about 13
+    history events and 7 KB per run (``docs/bench.md``), 100 runs stay far below
+    Temporal's 50K-event and 50 MB limits and its 10K-event/10 MB warnings, while the
+    carried state is written only once per 100 runs."""
     state: ThreadState | None = None
     """Carried state when the thread continues as new; ``None`` for a new thread."""
 

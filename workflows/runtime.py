@@ -8,7 +8,7 @@ message list and state stay consistent whatever the agent does.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -36,8 +36,7 @@ with workflow.unsafe.imports_passed_through():
         UserMessage,
     )
 
-    from workflows.interrupts import Answer
-    from workflows.models import Model
+    from workflows.models import Answer, Model
 
 
 class InterruptRequest(Model):
@@ -51,9 +50,6 @@ class InterruptRequest(Model):
     metadata: dict[str, Any] | None = None
 
 
-Ask = Callable[[list[Interrupt]], Awaitable[list[Answer]]]
-
-
 class RunContext:
     """One run of an agent on a thread.
 
@@ -63,7 +59,7 @@ class RunContext:
         state: The thread's shared state (the dict itself: agents mutate it in place).
         emit: Appends an event to the thread's event log, to the run in progress.
         add_message: Appends a message to the thread's conversation.
-        ask: Opens interrupts on the thread and waits, durably, for their answers.
+        ask: Opens interrupts on the thread.
     """
 
     def __init__(
@@ -73,7 +69,7 @@ class RunContext:
         state: dict[str, Any],
         emit: Callable[[Event], None],
         add_message: Callable[[Message], None],
-        ask: Ask,
+        ask: Callable[[list[Interrupt]], None],
     ) -> None:
         self.input = input
         self.messages = messages
@@ -82,11 +78,13 @@ class RunContext:
         self.add_message = add_message
         self._ask = ask
 
-    async def interrupt_all(self, requests: Sequence[InterruptRequest]) -> list[Answer]:
-        """Pause for several answers at once; the run ends with all of them as interrupts.
+    def interrupt(self, requests: Sequence[InterruptRequest]) -> list[Interrupt]:
+        """Ask for answers: the run ends with these interrupts once the agent returns.
 
-        Returns the answers in the order of ``requests`` once a resume (or expiry) has
-        closed every one of them. The wait is durable: it survives any restart.
+        The turn does not wait here. When every interrupt is answered (or has expired)
+        the thread calls the agent's ``resume`` with the answers, in a later run, maybe
+        days later and maybe in a new workflow run after a continue-as-new. Returns the
+        interrupts as the client sees them, ids included.
         """
         interrupts = [
             Interrupt(
@@ -101,7 +99,8 @@ class RunContext:
             )
             for request in requests
         ]
-        return await self._ask(interrupts)
+        self._ask(interrupts)
+        return interrupts
 
     def propose_tool_calls(self, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[ToolCall]:
         """Announce tool calls as one assistant turn (``TOOL_CALL_START/ARGS/END``).
@@ -138,6 +137,19 @@ class RunContext:
             )
         )
         self.add_message(ToolMessage(id=message_id, tool_call_id=call.id, content=content))
+
+    def tool_call(self, tool_call_id: str) -> ToolCall:
+        """The tool call with ``tool_call_id`` that an assistant message of the thread made.
+
+        Raises:
+            KeyError: No message of the thread made that call.
+        """
+        for message in reversed(self.messages):
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls or []:
+                    if call.id == tool_call_id:
+                        return call
+        raise KeyError(tool_call_id)
 
     def now(self) -> datetime:
         """The current time, as workflow code must read it."""
@@ -180,8 +192,10 @@ def _iso_utc(moment: datetime) -> str:
 class Agent(Protocol):
     """An agent the engine can serve: a name, what it can do, and its turn logic.
 
-    ``run`` is workflow code: it must be deterministic and do all I/O through
-    activities (``workflow.execute_activity``).
+    A turn is ``run``, then, each time it ends on interrupts, ``resume`` with their
+    answers. No turn waits inside agent code: between runs a thread holds only data,
+    so it can continue as new, and be upgraded, while its interrupts stay open. Both
+    methods are workflow code: deterministic, with all I/O in activities.
     """
 
     name: str
@@ -192,5 +206,9 @@ class Agent(Protocol):
         ...
 
     async def run(self, ctx: RunContext) -> None:
-        """Handle one run: read ``ctx``, emit the reply."""
+        """Handle a run with new input: read ``ctx``, emit the reply or interrupt."""
+        ...
+
+    async def resume(self, ctx: RunContext, answers: list[Answer]) -> None:
+        """Continue the turn that interrupted, with every answer (in the order asked)."""
         ...

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -15,6 +17,7 @@ with workflow.unsafe.imports_passed_through():
         Message,
         MessagesSnapshotEvent,
         ResumeEntry,
+        RunAgentInput,
         RunErrorEvent,
         RunFinishedEvent,
         RunFinishedInterruptOutcome,
@@ -26,8 +29,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows import search_attributes
     from workflows.agents import AGENTS
     from workflows.errors import ErrorCode, rejection
-    from workflows.interrupts import Answer, answer_key, check_resume, is_replay, parse_expiry
+    from workflows.interrupts import answer_key, check_resume, is_replay, parse_expiry
     from workflows.models import (
+        Answer,
         AppliedAnswer,
         EventPage,
         EventsQuery,
@@ -41,15 +45,22 @@ with workflow.unsafe.imports_passed_through():
         ThreadStatus,
         ThreadView,
     )
-    from workflows.runtime import RunContext
+    from workflows.runtime import Agent, RunContext
+
+RUNS_CARRIED = 10
+"""Runs (with their events) a thread carries into a new workflow run, so clients can
+still re-read or reconnect to its recent runs after a continue-as-new."""
 
 
 @workflow.defn
 class ThreadWorkflow:
     """One AG-UI thread: its messages, shared state, interrupts, runs and their events.
 
-    The workflow lives as long as the thread. Each AG-UI run is one update; the agent's
-    turn is a workflow task that may span runs, paused on interrupts in between.
+    The workflow lives as long as the thread. Each AG-UI run is one update, in which the
+    agent's ``run`` (new input) or ``resume`` (all answers in) works until it returns.
+    Between runs the thread is data only, open interrupts included, so after
+    ``start.continue_as_new_after_runs`` runs (or when Temporal suggests it) it
+    continues as new with that data, its deadlines unchanged.
 
     Update:
         run_agent(RunRequest) -> RunReply: executes one run to its terminal event and
@@ -71,14 +82,44 @@ class ThreadWorkflow:
         self._run: RunRecord | None = None
         """The run the agent's events go to."""
         self._turn: asyncio.Task[None] | None = None
-        """The agent's current turn, alive across runs while it waits on interrupts."""
-        self._answers: dict[str, Answer] = {}
-        """Answers applied but not yet taken by the waiting agent."""
+        """The agent's work in the run in progress; it never outlives the run."""
+        self._runs_here = 0
+        """Runs this workflow run has opened, for the continue-as-new bound."""
 
     @workflow.run
     async def run(self, start: ThreadStart) -> None:
-        """Keep the thread open; all of its work arrives as updates."""
-        await workflow.wait_condition(lambda: False)
+        """Serve runs as updates until the history is long enough to continue as new."""
+        for interrupt in self._thread.open_interrupts:
+            # Deadlines are absolute, so carried interrupts expire exactly when they would have.
+            self._watch_expiry(interrupt)
+        await workflow.wait_condition(lambda: self._should_continue(start) and self._between_runs())
+        workflow.continue_as_new(
+            ThreadStart(
+                thread_id=start.thread_id,
+                agent=start.agent,
+                continue_as_new_after_runs=start.continue_as_new_after_runs,
+                state=self._carried(),
+            )
+        )
+
+    def _should_continue(self, start: ThreadStart) -> bool:
+        return (
+            self._runs_here >= start.continue_as_new_after_runs
+            or workflow.info().is_continue_as_new_suggested()
+        )
+
+    def _between_runs(self) -> bool:
+        """No run in progress or waiting its turn: the thread is all in ``self._thread``."""
+        return (
+            self._run is None and not self._run_lock.locked() and workflow.all_handlers_finished()
+        )
+
+    def _carried(self) -> ThreadState:
+        """The thread for the next workflow run: everything but its older runs' events."""
+        runs = self._thread.runs[-RUNS_CARRIED:]
+        first_seq = runs[0].first_seq if runs else self._next_seq()
+        events = [item for item in self._thread.events if item.seq >= first_seq]
+        return self._thread.model_copy(update={"runs": runs, "events": events})
 
     @workflow.update
     async def run_agent(self, request: RunRequest) -> RunReply:
@@ -86,17 +127,19 @@ class ThreadWorkflow:
         async with self._run_lock:
             # Checked again: the thread may have changed while this run waited its turn.
             self._check(request)
-            replayed = self._replay_of(request)
-            if replayed is not None:
-                return RunReply(run_key=replayed.key, events=self._replay(replayed, request))
+            earlier = self._earlier_run(request)
+            if earlier is not None:
+                return RunReply(run_key=earlier.key, events=self._replay(earlier, request))
             run = self._open_run(request)
             if request.input.resume:
                 # The tool calls being answered were announced in an earlier run; the
                 # snapshot puts them in this run's view so its TOOL_CALL_RESULTs resolve.
                 self._emit(MessagesSnapshotEvent(messages=list(self._thread.messages)))
                 self._apply(request.input.resume, run)
+                self._resume_if_answered(request.input)
             else:
-                self._turn = asyncio.create_task(self._take_turn(request))
+                agent = self._agent()
+                self._start_turn(agent.run, request.input)
             await self._finish_run(run)
             return RunReply(run_key=run.key, events=self._events_of(run))
 
@@ -123,7 +166,7 @@ class ThreadWorkflow:
             status=self._status(),
             messages=self._thread.messages,
             state=self._thread.state,
-            interrupts=self._thread.interrupts,
+            interrupts=self._thread.open_interrupts,
             runs=self._thread.runs,
         )
 
@@ -144,13 +187,24 @@ class ThreadWorkflow:
             )
         if run_input.state is not None and not isinstance(run_input.state, dict):
             raise rejection(ErrorCode.INVALID_STATE, "The input's state must be a JSON object.")
-        if self._replay_of(request) is None:
+        if self._earlier_run(request) is None:
             check_resume(
-                self._thread.interrupts, run_input.resume, self._thread.applied, workflow.now()
+                self._thread.open_interrupts,
+                run_input.resume,
+                self._thread.applied,
+                workflow.now(),
             )
 
-    def _replay_of(self, request: RunRequest) -> RunRecord | None:
-        """The run that already applied exactly this resume (contract rule 5)."""
+    def _earlier_run(self, request: RunRequest) -> RunRecord | None:
+        """The run this request repeats, whose events answer it again.
+
+        Either the same update again (Temporal deduplicates update ids only within one
+        workflow run, so this covers a retry across a continue-as-new), or a resume
+        exactly like one already applied (contract rule 5).
+        """
+        update = workflow.current_update_info()
+        if update is not None and update.id in self._runs:
+            return self._runs[update.id]
         resume = request.input.resume
         run_key = is_replay(resume, self._thread.applied) if resume else None
         return self._runs.get(run_key) if run_key else None
@@ -165,37 +219,56 @@ class ThreadWorkflow:
             events.append(item.model_copy(update={"event": event}))
         return events
 
-    async def _take_turn(self, request: RunRequest) -> None:
+    def _agent(self) -> Agent:
+        return AGENTS[self._thread.agent]
+
+    def _start_turn(
+        self, step: Callable[[RunContext], Coroutine[Any, Any, None]], run_input: RunAgentInput
+    ) -> None:
+        """Run one step of the agent (``run`` or a ``resume``) as the run's work."""
         context = RunContext(
-            input=request.input,
+            input=run_input,
             messages=self._thread.messages,
             state=self._thread.state,
             emit=self._emit,
             add_message=self._add_message,
             ask=self._ask,
         )
-        await AGENTS[self._thread.agent].run(context)
+        self._turn = asyncio.create_task(step(context))
 
-    async def _ask(self, interrupts: list[Interrupt]) -> list[Answer]:
-        """Open ``interrupts`` and wait until each is answered or has expired."""
-        self._thread.interrupts.extend(interrupts)
+    def _ask(self, interrupts: list[Interrupt]) -> None:
+        """Open ``interrupts``: the run ends on them once the agent's step returns."""
+        self._thread.asked.extend(interrupts)
         for interrupt in interrupts:
-            if interrupt.expires_at is not None:
-                # A durable timer per deadline: it fires with or without a client.
-                asyncio.create_task(self._expire_when_due(interrupt))
-        await workflow.wait_condition(lambda: all(i.id in self._answers for i in interrupts))
-        return [self._answers.pop(interrupt.id) for interrupt in interrupts]
+            self._watch_expiry(interrupt)
+
+    def _watch_expiry(self, interrupt: Interrupt) -> None:
+        if interrupt.expires_at is not None:
+            # A durable timer per deadline: it fires with or without a client.
+            asyncio.create_task(self._expire_when_due(interrupt))
+
+    def _resume_if_answered(self, run_input: RunAgentInput) -> None:
+        """Once no asked interrupt is open, hand every answer to the agent's ``resume``."""
+        thread = self._thread
+        if not thread.asked or thread.open_interrupts:
+            return
+        answers = [thread.answers[interrupt.id] for interrupt in thread.asked]
+        thread.asked, thread.answers = [], {}
+        agent = self._agent()
+        self._start_turn(lambda context: agent.resume(context, answers), run_input)
 
     def _apply(self, resume: list[ResumeEntry], run: RunRecord) -> None:
         """Close the interrupts ``resume`` answers and hand the answers to the agent."""
-        open_by_id = {interrupt.id: interrupt for interrupt in self._thread.interrupts}
+        open_by_id = {interrupt.id: interrupt for interrupt in self._thread.open_interrupts}
         for entry in resume:
             interrupt = open_by_id.get(entry.interrupt_id)
             if interrupt is None:
-                continue  # a cancel for an interrupt that expired: already closed
+                # Closed already: a cancel of an expired interrupt, or the replay of a
+                # resume whose run is no longer carried (contract rule 5).
+                continue
             self._close_interrupt(
                 interrupt,
-                Answer(interrupt_id=interrupt.id, status=entry.status, payload=entry.payload),
+                Answer(interrupt=interrupt, status=entry.status, payload=entry.payload),
                 key=answer_key(entry),
                 run_key=run.key,
             )
@@ -203,7 +276,7 @@ class ThreadWorkflow:
     def _close_interrupt(
         self, interrupt: Interrupt, answer: Answer, key: str, run_key: str
     ) -> None:
-        self._thread.interrupts.remove(interrupt)
+        self._thread.answers[interrupt.id] = answer
         self._thread.applied[interrupt.id] = AppliedAnswer(
             interrupt_id=interrupt.id,
             status=answer.status,
@@ -211,21 +284,20 @@ class ThreadWorkflow:
             run_key=run_key,
             expires_at=interrupt.expires_at,
         )
-        self._answers[interrupt.id] = answer
 
     async def _expire_when_due(self, interrupt: Interrupt) -> None:
         """Close ``interrupt`` as expired at its deadline unless it is answered first.
 
-        When that closes the thread's last open interrupt, the agent continues at once
-        (it sees the answer ``expired``) in a run of its own, so the thread accepts new
-        input again without anyone having to come back.
+        When that closes the thread's last open interrupt, the agent resumes at once (it
+        sees the answer ``expired``) in a run of its own, so the thread accepts new input
+        again without anyone having to come back.
         """
         deadline = parse_expiry(interrupt)
         assert deadline is not None
         interrupt_id = interrupt.id
 
         def is_open() -> bool:
-            return any(i.id == interrupt_id for i in self._thread.interrupts)
+            return any(i.id == interrupt_id for i in self._thread.open_interrupts)
 
         delay = (deadline - workflow.now()).total_seconds()
         if delay > 0:
@@ -242,19 +314,28 @@ class ThreadWorkflow:
             run = self._open_expiry_run()
             self._close_interrupt(
                 interrupt,
-                Answer(interrupt_id=interrupt_id, status="expired"),
+                Answer(interrupt=interrupt, status="expired"),
                 key=f"expired:{interrupt_id}",
                 run_key=run.key,
+            )
+            self._resume_if_answered(
+                RunAgentInput(
+                    thread_id=self._thread.thread_id,
+                    run_id=run.run_id,
+                    state=self._thread.state,
+                    messages=[],
+                    tools=[],
+                    context=[],
+                    forwarded_props={},
+                )
             )
             await self._finish_run(run)
 
     async def _finish_run(self, run: RunRecord) -> None:
-        """Let the agent work until it finishes or waits on interrupts, then end the run."""
-        await workflow.wait_condition(
-            lambda: self._turn is None or self._turn.done() or bool(self._thread.interrupts)
-        )
+        """Let the agent's step return, then end the run, on its interrupts if it asked any."""
         turn = self._turn
-        if turn is not None and turn.done():
+        if turn is not None:
+            await workflow.wait_condition(turn.done)
             self._turn = None
             error = turn.exception()
             if isinstance(error, ActivityError):
@@ -269,15 +350,16 @@ class ThreadWorkflow:
                 raise error
         self._emit(StateSnapshotEvent(snapshot=self._thread.state))
         self._emit(MessagesSnapshotEvent(messages=list(self._thread.messages)))
+        waiting_on = self._thread.open_interrupts
         outcome = (
-            RunFinishedInterruptOutcome(interrupts=list(self._thread.interrupts))
-            if self._thread.interrupts
+            RunFinishedInterruptOutcome(interrupts=waiting_on)
+            if waiting_on
             else RunFinishedSuccessOutcome()
         )
         self._emit(
             RunFinishedEvent(thread_id=self._thread.thread_id, run_id=run.run_id, outcome=outcome)
         )
-        self._close_run(run, "interrupted" if self._thread.interrupts else "succeeded")
+        self._close_run(run, "interrupted" if waiting_on else "succeeded")
 
     def _open_run(self, request: RunRequest) -> RunRecord:
         """Record the run, take in its new messages and state, emit ``RUN_STARTED``."""
@@ -300,6 +382,7 @@ class ThreadWorkflow:
         )
         self._thread.runs.append(run)
         self._runs[key] = run
+        self._runs_here += 1
         self._run = run
         self._emit(
             RunStartedEvent(
@@ -354,7 +437,7 @@ class ThreadWorkflow:
     def _status(self) -> ThreadStatus:
         if self._run is not None:
             return "running"
-        return "waiting" if self._thread.interrupts else "idle"
+        return "waiting" if self._thread.open_interrupts else "idle"
 
     def _publish_status(self) -> None:
         """Mirror the thread's status into its search attributes for operators."""

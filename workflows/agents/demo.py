@@ -22,12 +22,11 @@ with workflow.unsafe.imports_passed_through():
         HumanInTheLoopCapabilities,
         IdentityCapabilities,
         StateCapabilities,
-        ToolCall,
     )
 
     from activities.email import SendEmailInput, send_email
     from activities.model import GenerateReplyInput, generate_reply
-    from workflows.interrupts import Answer
+    from workflows.models import Answer
     from workflows.runtime import InterruptRequest, RunContext
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -140,21 +139,32 @@ class DemoAgent:
                     message="This request is on hold until a policy reviewer releases it.",
                 )
             )
-        if not requests:
-            reply = await workflow.execute_activity(
-                generate_reply, GenerateReplyInput(prompt=text), **MODEL_OPTIONS
-            )
-            ctx.say(reply.chunks)
+        if requests:
+            ctx.interrupt(requests)
             return
+        reply = await workflow.execute_activity(
+            generate_reply, GenerateReplyInput(prompt=text), **MODEL_OPTIONS
+        )
+        ctx.say(reply.chunks)
 
-        answers = iter(await ctx.interrupt_all(requests))
-        lines = [await _email(ctx, call, next(answers)) for call in calls]
-        if "quarterly" in words:
-            lines.append(_filing(ctx, next(answers)))
-        if "confirm" in words:
-            lines.append(_confirmation(next(answers)))
-        if "policy" in words:
-            lines.append(_policy(next(answers)))
+    async def resume(self, ctx: RunContext, answers: list[Answer]) -> None:
+        """Act on each answer, then report what happened in one message.
+
+        Everything needed is in the answers' interrupts (the approval's tool call is
+        found by its id), so this works however long ago, and in whichever workflow
+        run, the interrupts were raised.
+        """
+        lines = []
+        for answer in answers:
+            match answer.interrupt.reason:
+                case "tool_call":
+                    lines.append(await _email(ctx, answer))
+                case "input_required":
+                    lines.append(_filing(ctx, answer))
+                case "confirmation":
+                    lines.append(_confirmation(answer))
+                case _:
+                    lines.append(_policy(answer))
         ctx.say([" ".join(lines)])
 
 
@@ -165,8 +175,10 @@ def _expiry(ctx: RunContext) -> timedelta:
     return timedelta(seconds=seconds) if isinstance(seconds, int | float) else DEFAULT_EXPIRY
 
 
-async def _email(ctx: RunContext, call: ToolCall, answer: Answer) -> str:
+async def _email(ctx: RunContext, answer: Answer) -> str:
     """Send the email the answer approved (with its edits), or report why not."""
+    assert answer.interrupt.tool_call_id is not None, "approvals are bound to a tool call"
+    call = ctx.tool_call(answer.interrupt.tool_call_id)
     args = json.loads(call.function.arguments)
     if not answer.resolved or not answer.payload.get("approved"):
         why = {"resolved": "denied", "cancelled": "cancelled", "expired": "expired"}
