@@ -16,6 +16,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
 
+from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS
+
 DEFAULT_TEMPORAL_ADDRESS = "localhost:7233"
 
 
@@ -30,6 +32,9 @@ class Settings(BaseSettings):
     gateway_port: int = 8000
     stream_poll_seconds: float = 0.05
     """How often the gateway reads a run's new events while the run is in flight."""
+    continue_as_new_after_runs: int = CONTINUE_AS_NEW_AFTER_RUNS
+    """Runs a thread's workflow run serves before it continues as new (set at a thread's
+    first run and kept for its life)."""
     healthz_timeout_seconds: float = 2.0
     worker_shutdown_seconds: float = 30.0
     """How long a stopping worker lets running activities finish before cancelling them."""

@@ -141,7 +141,11 @@ async def start_run(
     workflow_id = workflow_id_for(run_input.thread_id)
     start = WithStartWorkflowOperation(
         ThreadWorkflow.run,
-        ThreadStart(thread_id=run_input.thread_id, agent=agent),
+        ThreadStart(
+            thread_id=run_input.thread_id,
+            agent=agent,
+            continue_as_new_after_runs=settings.continue_as_new_after_runs,
+        ),
         id=workflow_id,
         task_queue=settings.task_queue,
         # Concurrent first runs of one thread must share one workflow, not race to make two.

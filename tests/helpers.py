@@ -24,7 +24,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from gateway.app import create_app
-from gateway.streaming import thread_handle
+from gateway.streaming import thread_handle, workflow_id_for
 from settings import Settings
 from worker import build_worker, ensure_search_attributes
 
@@ -56,6 +56,32 @@ async def history_length(client: Client, thread_id: str) -> int:
     """How many events the thread's workflow history has."""
     history = await thread_handle(client, thread_id).fetch_history()
     return len(history.events)
+
+
+@dataclass(frozen=True)
+class WorkflowRunHistory:
+    """One workflow run of a thread: its id, its history's length and size (protobuf
+    bytes, as Temporal limits them), and the size of its first event (the carried state)."""
+
+    run_id: str
+    events: int
+    bytes: int
+    input_bytes: int
+
+
+async def history_chain(client: Client, thread_id: str) -> list[WorkflowRunHistory]:
+    """Every workflow run of the thread, first to latest, following continue-as-new."""
+    latest = await thread_handle(client, thread_id).describe()
+    run_id = latest.raw_description.workflow_execution_info.first_run_id
+    chain = []
+    while run_id:
+        handle = client.get_workflow_handle(workflow_id_for(thread_id), run_id=run_id)
+        events = (await handle.fetch_history()).events
+        size = sum(event.ByteSize() for event in events)
+        chain.append(WorkflowRunHistory(run_id, len(events), size, events[0].ByteSize()))
+        last = events[-1].workflow_execution_continued_as_new_event_attributes
+        run_id = last.new_execution_run_id
+    return chain
 
 
 def free_port() -> int:
@@ -110,15 +136,18 @@ async def serve_gateway(settings: Settings, client: Client | None) -> AsyncItera
 
 
 @asynccontextmanager
-async def serve_stack(client: Client | None, task_queue: str | None = None) -> AsyncIterator[Stack]:
+async def serve_stack(
+    client: Client | None, task_queue: str | None = None, **settings_fields: Any
+) -> AsyncIterator[Stack]:
     """A worker and a gateway on ``client``'s server (a gateway alone without a client).
 
     Args:
         client: The server's client; ``None`` makes the gateway connect by itself.
         task_queue: Defaults to a fresh one, so tests sharing a server stay apart.
+        settings_fields: Other :class:`Settings` fields for both.
     """
     task_queue = task_queue or f"tq-{uuid.uuid4()}"
-    settings = Settings(task_queue=task_queue)
+    settings = Settings(task_queue=task_queue, **settings_fields)
     async with (
         _worker(client, settings),
         serve_gateway(settings, client) as url,

@@ -14,7 +14,7 @@ from settings import Settings
 from tests.helpers import TEMPORAL_CLI, run_input
 from worker import build_worker, register_search_attributes
 from workflows import search_attributes
-from workflows.models import RunRequest, ThreadStart
+from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunRequest, ThreadStart
 from workflows.thread import ThreadWorkflow
 
 TEST_SERVER = TEMPORAL_CLI.parent / "temporal-test-server"
@@ -34,15 +34,22 @@ async def skipping() -> AsyncIterator[WorkflowEnvironment]:
 @pytest.mark.parametrize(
     "lifetime", [timedelta(hours=1), timedelta(days=3), timedelta(days=30)], ids=str
 )
+@pytest.mark.parametrize(
+    "continue_after", [CONTINUE_AS_NEW_AFTER_RUNS, 1], ids=["same-run", "continued-as-new"]
+)
 async def test_an_interrupt_expires_exactly_at_its_deadline(
-    skipping: WorkflowEnvironment, lifetime: timedelta
+    skipping: WorkflowEnvironment, lifetime: timedelta, continue_after: int
 ) -> None:
+    """With ``continue_after=1`` the thread continues as new right after the run that
+    opened the interrupt, so the timer that fires is one the new workflow run set."""
     settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
     thread_id = f"thread-{uuid.uuid4()}"
     async with build_worker(skipping.client, settings):
         handle = await skipping.client.start_workflow(
             ThreadWorkflow.run,
-            ThreadStart(thread_id=thread_id, agent="demo"),
+            ThreadStart(
+                thread_id=thread_id, agent="demo", continue_as_new_after_runs=continue_after
+            ),
             id=f"agui-thread-{thread_id}",
             task_queue=settings.task_queue,
         )
@@ -59,6 +66,8 @@ async def test_an_interrupt_expires_exactly_at_its_deadline(
 
         await skipping.sleep(lifetime - timedelta(minutes=1))
         assert len((await handle.query(ThreadWorkflow.view)).interrupts) == 1
+        continued = (await handle.describe()).run_id != handle.first_execution_run_id
+        assert continued == (continue_after == 1)
 
         await skipping.sleep(timedelta(minutes=2))
         view = await handle.query(ThreadWorkflow.view)

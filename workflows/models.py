@@ -49,6 +49,18 @@ class SequencedEvent(Model):
     event: Event
 
 
+class LoggedEvent(SequencedEvent):
+    """An event as the thread's log keeps it.
+
+    A ``MESSAGES_SNAPSHOT`` of the whole conversation is kept without its messages, as
+    the length of the conversation then (``messages_upto``): the conversation only
+    grows, so that prefix is the snapshot. Each run's snapshots would otherwise copy the
+    conversation into the log, which continue-as-new carries.
+    """
+
+    messages_upto: int | None = None
+
+
 AnswerStatus = Literal["resolved", "cancelled", "expired"]
 
 
@@ -98,7 +110,13 @@ class ThreadState(Model):
     applied: dict[str, AppliedAnswer] = Field(default_factory=dict)
     """Every answer applied, by interrupt id."""
     runs: list[RunRecord] = Field(default_factory=list)
-    events: list[SequencedEvent] = Field(default_factory=list)
+    events: list[LoggedEvent] = Field(default_factory=list)
+
+
+CONTINUE_AS_NEW_AFTER_RUNS = 100
+"""The default bound. At about 13 history events and 7 KB per run (``docs/bench.md``),
+100 runs stay far below Temporal's 10K-event / 10 MB warnings (let alone its 50K / 50 MB
+limits) while the carried state is written into history only once per 100 runs."""
 
 
 class ThreadStart(Model):
@@ -106,11 +124,8 @@ class ThreadStart(Model):
 
     thread_id: str
     agent: str
-    continue_as_new_after_runs: int = 100
-    """Runs one workflow run serves before the thread continues as new. At about 13
-    history events and 7 KB per run (``docs/bench.md``), 100 runs stay far below
-    Temporal's 50K-event and 50 MB limits and its 10K-event/10 MB warnings, while the
-    carried state is written only once per 100 runs."""
+    continue_as_new_after_runs: int = CONTINUE_AS_NEW_AFTER_RUNS
+    """Runs one workflow run serves before the thread continues as new."""
     state: ThreadState | None = None
     """Carried state when the thread continues as new; ``None`` for a new thread."""
 

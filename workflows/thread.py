@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         AppliedAnswer,
         EventPage,
         EventsQuery,
+        LoggedEvent,
         RunRecord,
         RunReply,
         RunRequest,
@@ -134,7 +135,7 @@ class ThreadWorkflow:
             if request.input.resume:
                 # The tool calls being answered were announced in an earlier run; the
                 # snapshot puts them in this run's view so its TOOL_CALL_RESULTs resolve.
-                self._emit(MessagesSnapshotEvent(messages=list(self._thread.messages)))
+                self._emit_messages_snapshot()
                 self._apply(request.input.resume, run)
                 self._resume_if_answered(request.input)
             else:
@@ -349,7 +350,7 @@ class ThreadWorkflow:
                 # A bug in agent code: fail the workflow task so it retries once fixed.
                 raise error
         self._emit(StateSnapshotEvent(snapshot=self._thread.state))
-        self._emit(MessagesSnapshotEvent(messages=list(self._thread.messages)))
+        self._emit_messages_snapshot()
         waiting_on = self._thread.open_interrupts
         outcome = (
             RunFinishedInterruptOutcome(interrupts=waiting_on)
@@ -411,15 +412,21 @@ class ThreadWorkflow:
             self._message_ids.add(message.id)
             self._thread.messages.append(message)
 
-    def _emit(self, event: Event) -> None:
+    def _emit(self, event: Event, messages_upto: int | None = None) -> None:
         """Append ``event`` to the log of the run in progress."""
         run = self._run
         assert run is not None, "agent code emits only while a run is in progress"
         if event.timestamp is None:
             event.timestamp = int(workflow.now().timestamp() * 1000)
         seq = self._next_seq()
-        self._thread.events.append(SequencedEvent(seq=seq, run_key=run.key, event=event))
+        self._thread.events.append(
+            LoggedEvent(seq=seq, run_key=run.key, event=event, messages_upto=messages_upto)
+        )
         run.last_seq = seq
+
+    def _emit_messages_snapshot(self) -> None:
+        """Emit the whole conversation, logged by its length (see ``LoggedEvent``)."""
+        self._emit(MessagesSnapshotEvent(messages=[]), messages_upto=len(self._thread.messages))
 
     def _next_seq(self) -> int:
         events = self._thread.events
@@ -432,7 +439,15 @@ class ThreadWorkflow:
             return []
         base = events[0].seq
         start = max(run.first_seq, after + 1) - base
-        return events[max(start, 0) : run.last_seq - base + 1]
+        return [self._sequenced(item) for item in events[max(start, 0) : run.last_seq - base + 1]]
+
+    def _sequenced(self, item: LoggedEvent) -> SequencedEvent:
+        """``item`` as clients see it: a messages snapshot gets its messages back."""
+        event = item.event
+        if item.messages_upto is not None:
+            messages = self._thread.messages[: item.messages_upto]
+            event = event.model_copy(update={"messages": messages})
+        return SequencedEvent(seq=item.seq, run_key=item.run_key, event=event)
 
     def _status(self) -> ThreadStatus:
         if self._run is not None:

@@ -1,0 +1,184 @@
+"""Threads that live long: continue-as-new keeps every promise, interrupts open or not."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+
+from settings import Settings
+from tests.helpers import (
+    Stack,
+    eventually,
+    history_chain,
+    new_thread,
+    post_run,
+    read_sse,
+    serve_stack,
+    types,
+)
+from workflows.errors import ErrorCode
+from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunReply, RunRequest, ThreadStart
+from workflows.thread import RUNS_CARRIED, ThreadWorkflow
+from worker import build_worker
+
+CYCLES = 500
+
+
+@pytest.fixture(scope="module")
+async def eager(client: Client) -> AsyncIterator[Stack]:
+    """A stack whose threads continue as new after every run."""
+    async with serve_stack(client, continue_as_new_after_runs=1) as stack:
+        yield stack
+
+
+async def continued(client: Client, thread_id: str, times: int) -> None:
+    """Wait until the thread's workflow has continued as new ``times`` times."""
+
+    async def done() -> bool:
+        return len(await history_chain(client, thread_id)) > times
+
+    await eventually(done, what=f"{times} continue-as-new")
+
+
+async def test_open_interrupts_cross_a_continue_as_new_unchanged(
+    eager: Stack, client: Client
+) -> None:
+    thread_id = new_thread()
+    body = {
+        "threadId": thread_id,
+        "runId": "r1",
+        "messages": [{"id": "m1", "role": "user", "content": "mail a@example.com quarterly"}],
+        "forwardedProps": {"expiresInSeconds": 3600},
+    }
+    first = await post_run(eager.http, "demo", body)
+    interrupts = first[-1]["outcome"]["interrupts"]
+    assert [i["reason"] for i in interrupts] == ["tool_call", "input_required"]
+    await continued(client, thread_id, 1)
+
+    # The new workflow run has the same interrupts (ids, reasons, absolute expiresAt) and
+    # still serves the first run's events to a client that reconnects.
+    view = (await eager.http.get(f"/threads/{thread_id}")).json()
+    assert view["interrupts"] == interrupts
+    async with eager.http.stream("GET", f"/threads/{thread_id}/runs/r1/events") as response:
+        assert [event for _, event in await read_sse(response)] == first
+
+    resume = {
+        "threadId": thread_id,
+        "runId": "r2",
+        "messages": [],
+        "resume": [
+            {
+                "interruptId": interrupts[0]["id"],
+                "status": "resolved",
+                "payload": {"approved": True},
+            },
+            {
+                "interruptId": interrupts[1]["id"],
+                "status": "resolved",
+                "payload": {"quarter": "Q3", "year": 2026, "revenue": 5},
+            },
+        ],
+    }
+    second = await post_run(eager.http, "demo", resume)
+    assert second[-1]["outcome"]["type"] == "success"
+    reply = [e["delta"] for e in second if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert reply == ["Email to a@example.com: sent. Filed Q3 2026 with revenue 5."]
+    await continued(client, thread_id, 2)
+
+    # The resume replayed in the next workflow run: the same events, nothing sent twice.
+    again = await post_run(eager.http, "demo", {**resume, "runId": "r3"})
+    assert types(again) == types(second)
+    view = (await eager.http.get(f"/threads/{thread_id}")).json()
+    assert len(view["state"]["outbox"]) == 1
+    assert view["status"] == "idle"
+
+
+async def test_a_run_retried_after_a_continue_as_new_is_not_run_twice(
+    eager: Stack, client: Client
+) -> None:
+    thread_id = new_thread()
+    body = {
+        "threadId": thread_id,
+        "runId": "r1",
+        "messages": [{"id": "m1", "role": "user", "content": "hello"}],
+    }
+    first = await post_run(eager.http, "demo", body)
+    await continued(client, thread_id, 1)
+    assert await post_run(eager.http, "demo", body) == first
+    view = (await eager.http.get(f"/threads/{thread_id}")).json()
+    assert len(view["runs"]) == 1
+
+
+async def run(thread: WorkflowHandle[ThreadWorkflow, None], body: dict[str, object]) -> RunReply:
+    request = RunRequest.model_validate({"agent": "demo", "input": body})
+    return await thread.execute_update(ThreadWorkflow.run_agent, request)
+
+
+async def test_a_thread_of_500_interrupt_cycles_continues_as_new_within_bounds(
+    client: Client,
+) -> None:
+    settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
+    thread_id = new_thread()
+    async with build_worker(client, settings):
+        thread = await client.start_workflow(
+            ThreadWorkflow.run,
+            ThreadStart(thread_id=thread_id, agent="demo"),
+            id=f"agui-thread-{thread_id}",
+            task_queue=settings.task_queue,
+        )
+        first_resume: dict[str, object] = {}
+        for cycle in range(CYCLES):
+            asked = await run(
+                thread,
+                {
+                    "threadId": thread_id,
+                    "runId": f"ask-{cycle}",
+                    "messages": [{"id": f"u{cycle}", "role": "user", "content": "confirm?"}],
+                },
+            )
+            outcome = asked.events[-1].event.outcome  # type: ignore[union-attr]
+            assert outcome.type == "interrupt", cycle
+            resume = {
+                "threadId": thread_id,
+                "runId": f"answer-{cycle}",
+                "messages": [],
+                "resume": [
+                    {"interruptId": outcome.interrupts[0].id, "status": "resolved", "payload": True}
+                ],
+            }
+            answered = await run(thread, resume)
+            assert answered.events[-1].event.outcome.type == "success", cycle  # type: ignore[union-attr]
+            first_resume = first_resume or resume
+
+        view = await thread.query(ThreadWorkflow.view)
+        assert len(view.messages) == 2 * CYCLES
+        assert view.messages[-1].content == "Confirmed."
+        assert len(view.runs) <= RUNS_CARRIED + CONTINUE_AS_NEW_AFTER_RUNS
+        # The ledger crossed every continue-as-new: the first cycle's answer replays
+        # harmlessly and cannot be changed.
+        replayed = await run(thread, {**first_resume, "runId": "replay"})
+        assert replayed.events[-1].event.outcome.type == "success"  # type: ignore[union-attr]
+        assert len((await thread.query(ThreadWorkflow.view)).messages) == 2 * CYCLES
+        changed = first_resume["resume"]
+        assert isinstance(changed, list)
+        with pytest.raises(WorkflowUpdateFailedError) as rejected:
+            await run(
+                thread,
+                {**first_resume, "runId": "change", "resume": [{**changed[0], "payload": False}]},
+            )
+        assert ErrorCode.INTERRUPT_ALREADY_ANSWERED in str(rejected.value.cause)
+
+    chain = await history_chain(client, thread_id)
+    for number, workflow_run in enumerate(chain, 1):
+        print(
+            f"workflow run {number}: {workflow_run.events} events, {workflow_run.bytes} bytes, "
+            f"started with {workflow_run.input_bytes} bytes"
+        )
+    # 1,000 runs, at most 100 per workflow run (fewer when Temporal suggests it sooner).
+    assert len(chain) > 2 * CYCLES // CONTINUE_AS_NEW_AFTER_RUNS
+    # Far below Temporal's warnings: 10,240 events or 10 MB a history, 512 KB a payload.
+    assert all(w.events < 10_240 and w.bytes < 10 * 1024 * 1024 for w in chain)
+    assert all(w.input_bytes < 512 * 1024 for w in chain)
