@@ -19,10 +19,10 @@ from tests.helpers import (
     serve_stack,
     types,
 )
+from worker import build_worker
 from workflows.errors import ErrorCode
 from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunReply, RunRequest, ThreadStart
 from workflows.thread import RUNS_CARRIED, ThreadWorkflow
-from worker import build_worker
 
 CYCLES = 500
 
