@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run test install bench lint
+.PHONY: run test install bench lint histories
 
 install: $(INSTALLED)
 
@@ -24,6 +24,9 @@ run: $(INSTALLED)
 
 test: $(INSTALLED)
 	$(BIN)/python -m pytest
+
+histories: $(INSTALLED)
+	$(BIN)/python -m tests.record_histories
 
 bench: $(INSTALLED)
 	$(BIN)/python -m bench

@@ -1,0 +1,143 @@
+"""Record the histories of representative threads into ``tests/histories/``.
+
+``tests/test_replay.py`` replays every recorded history against the current workflow
+code, so a change that would break threads paused under the recorded code fails the
+build. Record again (``make histories``) only for a change that is meant to be
+incompatible and is guarded by ``workflow.patched`` or a new workflow version, and keep
+the old files (``docs/operations.md``).
+
+Each scenario runs through the real gateway on a fresh dev server; the file is named
+``<scenario>.<n>.json``, one per workflow run of the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from gateway.streaming import workflow_id_for
+from tests.helpers import (
+    Stack,
+    eventually,
+    history_chain,
+    new_thread,
+    post_run,
+    run_input,
+    serve_stack,
+    start_dev_server,
+)
+
+HISTORIES = Path(__file__).parent / "histories"
+
+Scenario = Callable[[Stack, str], Awaitable[None]]
+
+
+async def _interrupts(stack: Stack, thread_id: str, text: str, **extra: Any) -> list[Any]:
+    events = await post_run(stack.http, "demo", run_input(thread_id, "r1", text, **extra))
+    interrupts: list[Any] = events[-1]["outcome"]["interrupts"]
+    return interrupts
+
+
+async def _resume(stack: Stack, thread_id: str, entries: list[dict[str, Any]]) -> None:
+    body = {"threadId": thread_id, "runId": "r2", "messages": [], "resume": entries}
+    await post_run(stack.http, "demo", body)
+
+
+async def chat(stack: Stack, thread_id: str) -> None:
+    """A run without interrupts: the model activity answers."""
+    await post_run(stack.http, "demo", run_input(thread_id, "r1", "hello"))
+
+
+async def approval_with_edits(stack: Stack, thread_id: str) -> None:
+    """An approval resolved with edited arguments: the email goes out (local activity)."""
+    (approval,) = await _interrupts(stack, thread_id, "mail ann@example.com")
+    edited = {"to": "bob@example.com", "subject": "Edited", "body": "Hello Bob"}
+    payload = {"approved": True, "editedArgs": edited}
+    await _resume(
+        stack,
+        thread_id,
+        [{"interruptId": approval["id"], "status": "resolved", "payload": payload}],
+    )
+
+
+async def denied_cancelled_released(stack: Stack, thread_id: str) -> None:
+    """Three interrupts in one run: a denied approval, a cancelled yes/no, a policy hold."""
+    email, confirm, hold = await _interrupts(stack, thread_id, "mail a@example.com confirm policy")
+    await _resume(
+        stack,
+        thread_id,
+        [
+            {"interruptId": email["id"], "status": "resolved", "payload": {"approved": False}},
+            {"interruptId": confirm["id"], "status": "cancelled"},
+            {"interruptId": hold["id"], "status": "resolved"},
+        ],
+    )
+
+
+async def form_expired(stack: Stack, thread_id: str) -> None:
+    """A form that expires with nobody connected, then a client cancels it anyway."""
+    (form,) = await _interrupts(
+        stack, thread_id, "quarterly", forwardedProps={"expiresInSeconds": 1}
+    )
+
+    async def expired() -> bool:
+        thread = (await stack.http.get(f"/threads/{thread_id}")).json()
+        return thread["status"] == "idle"
+
+    await eventually(expired, what="the form to expire")
+    await _resume(stack, thread_id, [{"interruptId": form["id"], "status": "cancelled"}])
+
+
+SCENARIOS: dict[str, Scenario] = {
+    scenario.__name__: scenario
+    for scenario in (chat, approval_with_edits, denied_cancelled_released, form_expired)
+}
+"""Scenarios on threads that continue as new only at the default bound."""
+CONTINUED: dict[str, Scenario] = {"continued_while_waiting": approval_with_edits}
+"""Scenarios on threads that continue as new after every run."""
+
+
+async def _record(client: Client, stack: Stack, name: str, scenario: Scenario) -> None:
+    thread_id = new_thread()
+    await scenario(stack, thread_id)
+
+    async def settled() -> bool:
+        """The latest workflow run has had its first workflow task (a history that is
+        only a start event gives the replayer nothing to run)."""
+        history = await client.get_workflow_handle(workflow_id_for(thread_id)).fetch_history()
+        return any(
+            event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+            for event in history.events
+        )
+
+    await eventually(settled, what="the latest workflow run's first workflow task")
+    for number, workflow_run in enumerate(await history_chain(client, thread_id), 1):
+        handle = client.get_workflow_handle(workflow_id_for(thread_id), run_id=workflow_run.run_id)
+        history = json.loads((await handle.fetch_history()).to_json())
+        path = HISTORIES / f"{name}.{number}.json"
+        path.write_text(json.dumps(history, indent=1) + "\n")
+        print(f"recorded {path.relative_to(HISTORIES.parent.parent)}")
+
+
+async def main() -> None:
+    HISTORIES.mkdir(exist_ok=True)
+    server = await start_dev_server()
+    try:
+        async with serve_stack(server.client) as stack:
+            for name, scenario in SCENARIOS.items():
+                await _record(server.client, stack, name, scenario)
+        async with serve_stack(server.client, continue_as_new_after_runs=1) as stack:
+            for name, scenario in CONTINUED.items():
+                await _record(server.client, stack, name, scenario)
+    finally:
+        await server.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
