@@ -20,8 +20,11 @@ from workflows.thread import ThreadWorkflow
 TEST_SERVER = TEMPORAL_CLI.parent / "temporal-test-server"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 async def skipping() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping test server per test: time skips only while no workflow task is
+    outstanding, so one test's thread (say, a new workflow run left without a worker
+    after a continue-as-new) must not hold the clock of the next."""
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(TEST_SERVER), data_converter=pydantic_data_converter
     )
