@@ -16,6 +16,7 @@ from tests.helpers import (
     new_thread,
     post_run,
     read_sse,
+    run_input,
     serve_stack,
     types,
 )
@@ -47,12 +48,9 @@ async def test_open_interrupts_cross_a_continue_as_new_unchanged(
     eager: Stack, client: Client
 ) -> None:
     thread_id = new_thread()
-    body = {
-        "threadId": thread_id,
-        "runId": "r1",
-        "messages": [{"id": "m1", "role": "user", "content": "mail a@example.com quarterly"}],
-        "forwardedProps": {"expiresInSeconds": 3600},
-    }
+    body = run_input(
+        thread_id, "r1", "mail a@example.com quarterly", forwardedProps={"expiresInSeconds": 3600}
+    )
     first = await post_run(eager.http, "demo", body)
     interrupts = first[-1]["outcome"]["interrupts"]
     assert [i["reason"] for i in interrupts] == ["tool_call", "input_required"]
@@ -100,11 +98,7 @@ async def test_a_run_retried_after_a_continue_as_new_is_not_run_twice(
     eager: Stack, client: Client
 ) -> None:
     thread_id = new_thread()
-    body = {
-        "threadId": thread_id,
-        "runId": "r1",
-        "messages": [{"id": "m1", "role": "user", "content": "hello"}],
-    }
+    body = run_input(thread_id, "r1", "hello")
     first = await post_run(eager.http, "demo", body)
     await continued(client, thread_id, 1)
     assert await post_run(eager.http, "demo", body) == first

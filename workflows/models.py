@@ -114,9 +114,11 @@ class ThreadState(Model):
 
 
 CONTINUE_AS_NEW_AFTER_RUNS = 100
-"""The default bound. At about 13 history events and 7 KB per run (``docs/bench.md``),
-100 runs stay far below Temporal's 10K-event / 10 MB warnings (let alone its 50K / 50 MB
-limits) while the carried state is written into history only once per 100 runs."""
+"""The default bound. At about 13 history events and 7 KB per run with a short
+conversation (``docs/bench.md``), 100 runs stay far below Temporal's 10K-event / 10 MB
+warnings while the carried state is written only once per 100 runs. A long conversation
+makes runs bigger; then Temporal's continue-as-new suggestion comes first
+(``docs/operations.md``)."""
 
 
 class ThreadStart(Model):
