@@ -24,7 +24,7 @@ DEFAULT_TEMPORAL_ADDRESS = "localhost:7233"
 class Settings(BaseSettings):
     """The engine's own settings; each field is read from ``AGUI_<FIELD>``."""
 
-    model_config = SettingsConfigDict(env_prefix="AGUI_", frozen=True)
+    model_config = SettingsConfigDict(env_prefix="AGUI_", env_ignore_empty=True, frozen=True)
 
     task_queue: str = "agui-threads"
     """Task queue the thread workflows and their activities run on."""
@@ -38,6 +38,13 @@ class Settings(BaseSettings):
     healthz_timeout_seconds: float = 2.0
     worker_shutdown_seconds: float = 30.0
     """How long a stopping worker lets running activities finish before cancelling them."""
+    reminder_webhook_url: str | None = None
+    """Where reminders before an interrupt's deadline are posted (JSON); unset or empty,
+    none are."""
+    demo_mail_url: str | None = None
+    """Where the demo agent's ``send_email`` posts emails (JSON); unset, sending is simulated."""
+    webhook_timeout_seconds: float = 10.0
+    """How long one webhook or mail delivery attempt may take before it is retried."""
 
 
 def temporal_connect_config() -> dict[str, Any]:

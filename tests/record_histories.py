@@ -94,9 +94,24 @@ async def form_expired(stack: Stack, thread_id: str) -> None:
     await _resume(stack, thread_id, [{"interruptId": form["id"], "status": "cancelled"}])
 
 
+async def form_answered(stack: Stack, thread_id: str) -> None:
+    """A form with the default three-day deadline (and its reminders), answered in time."""
+    (form,) = await _interrupts(stack, thread_id, "quarterly")
+    filing = {"quarter": "Q3", "year": 2026, "revenue": 1.5}
+    await _resume(
+        stack, thread_id, [{"interruptId": form["id"], "status": "resolved", "payload": filing}]
+    )
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
-    for scenario in (chat, approval_with_edits, denied_cancelled_released, form_expired)
+    for scenario in (
+        chat,
+        approval_with_edits,
+        denied_cancelled_released,
+        form_expired,
+        form_answered,
+    )
 }
 """Scenarios on threads that continue as new only at the default bound."""
 CONTINUED: dict[str, Scenario] = {"continued_while_waiting": approval_with_edits}

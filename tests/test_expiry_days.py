@@ -3,35 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from settings import Settings
-from tests.helpers import TEMPORAL_CLI, run_input
-from worker import build_worker, register_search_attributes
-from workflows import search_attributes
+from tests.helpers import run_input
+from worker import build_worker
 from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunRequest, ThreadStart
 from workflows.thread import ThreadWorkflow
-
-TEST_SERVER = TEMPORAL_CLI.parent / "temporal-test-server"
-
-
-@pytest.fixture
-async def skipping() -> AsyncIterator[WorkflowEnvironment]:
-    """A time-skipping test server per test: time skips only while no workflow task is
-    outstanding, so one test's thread (say, a new workflow run left without a worker
-    after a continue-as-new) must not hold the clock of the next."""
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(TEST_SERVER), data_converter=pydantic_data_converter
-    )
-    # The test server cannot list search attributes, so register them outright.
-    await register_search_attributes(env.client, search_attributes.ALL)
-    yield env
-    await env.shutdown()
 
 
 @pytest.mark.parametrize(

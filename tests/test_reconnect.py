@@ -22,7 +22,7 @@ from tests.helpers import (
     serve_gateway,
     sse_messages,
 )
-from worker import ACTIVITIES, WORKFLOWS
+from worker import WORKFLOWS, activities
 
 
 async def get_events(
@@ -110,7 +110,9 @@ async def test_a_client_attaches_to_a_run_in_flight_and_gets_its_live_rest(
             first = await anext(messages)
             assert first[1]["type"] == "RUN_STARTED"
             # Only now can the run finish: activities get a worker.
-            async with Worker(client, task_queue=settings.task_queue, activities=ACTIVITIES):
+            async with Worker(
+                client, task_queue=settings.task_queue, activities=activities(settings)
+            ):
                 attached = [first, *[message async for message in messages]]
                 original = await posted
 

@@ -88,6 +88,13 @@ class AppliedAnswer(Model):
     expires_at: str | None = None
 
 
+class Reminder(Model):
+    """A reminder due before an open interrupt's deadline (see ``ThreadWorkflow``)."""
+
+    interrupt_id: str
+    at: datetime
+
+
 class ThreadState(Model):
     """All mutable state of a thread: the one object continue-as-new carries."""
 
@@ -107,6 +114,8 @@ class ThreadState(Model):
         """The interrupts a resume must answer, in the order they were asked."""
         return [interrupt for interrupt in self.asked if interrupt.id not in self.answers]
 
+    reminders: list[Reminder] = Field(default_factory=list)
+    """Reminders not yet delivered, of open interrupts."""
     applied: dict[str, AppliedAnswer] = Field(default_factory=dict)
     """Every answer applied, by interrupt id."""
     runs: list[RunRecord] = Field(default_factory=list)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from temporalio import workflow
@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
         UserMessage,
     )
 
-    from workflows.models import Answer, Model
+    from workflows.models import Answer, Model, Reminder
 
 
 class InterruptRequest(Model):
@@ -48,6 +48,9 @@ class InterruptRequest(Model):
     response_schema: dict[str, Any] | None = None
     expires_at: datetime | None = None
     metadata: dict[str, Any] | None = None
+    remind_before: list[timedelta] | None = None
+    """With ``expires_at``: remind (by webhook) this long before it; ``None`` uses the
+    agent's ``remind_before``. A reminder already past when asked is skipped."""
 
 
 class RunContext:
@@ -59,7 +62,8 @@ class RunContext:
         state: The thread's shared state (the dict itself: agents mutate it in place).
         emit: Appends an event to the thread's event log, to the run in progress.
         add_message: Appends a message to the thread's conversation.
-        ask: Opens interrupts on the thread.
+        ask: Opens interrupts on the thread, with their reminders.
+        remind_before: The agent's reminders, for requests that set none.
     """
 
     def __init__(
@@ -69,7 +73,8 @@ class RunContext:
         state: dict[str, Any],
         emit: Callable[[Event], None],
         add_message: Callable[[Message], None],
-        ask: Callable[[list[Interrupt]], None],
+        ask: Callable[[list[Interrupt], list[Reminder]], None],
+        remind_before: Sequence[timedelta],
     ) -> None:
         self.input = input
         self.messages = messages
@@ -77,6 +82,7 @@ class RunContext:
         self.emit = emit
         self.add_message = add_message
         self._ask = ask
+        self._remind_before = remind_before
 
     def interrupt(self, requests: Sequence[InterruptRequest]) -> list[Interrupt]:
         """Ask for answers: the run ends with these interrupts once the agent returns.
@@ -86,8 +92,10 @@ class RunContext:
         days later and maybe in a new workflow run after a continue-as-new. Returns the
         interrupts as the client sees them, ids included.
         """
-        interrupts = [
-            Interrupt(
+        interrupts = []
+        reminders = []
+        for request in requests:
+            interrupt = Interrupt(
                 # workflow.uuid4() replays to the same id.
                 id=f"int-{workflow.uuid4()}",
                 reason=request.reason,
@@ -97,9 +105,15 @@ class RunContext:
                 expires_at=_iso_utc(request.expires_at) if request.expires_at else None,
                 metadata=request.metadata,
             )
-            for request in requests
-        ]
-        self._ask(interrupts)
+            interrupts.append(interrupt)
+            if request.expires_at is not None:
+                before = request.remind_before
+                reminders += [
+                    Reminder(interrupt_id=interrupt.id, at=request.expires_at - ahead)
+                    for ahead in (self._remind_before if before is None else before)
+                    if request.expires_at - ahead > self.now()
+                ]
+        self._ask(interrupts, sorted(reminders, key=lambda reminder: reminder.at))
         return interrupts
 
     def propose_tool_calls(self, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[ToolCall]:
@@ -200,6 +214,9 @@ class Agent(Protocol):
 
     name: str
     description: str
+    remind_before: Sequence[timedelta]
+    """How long before an interrupt's deadline to send reminders, unless the interrupt
+    says otherwise (``InterruptRequest.remind_before``); empty for none."""
 
     def capabilities(self) -> AgentCapabilities:
         """What ``GET /agents/{name}/capabilities`` declares."""

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Coroutine
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
@@ -26,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         StateSnapshotEvent,
     )
 
+    from activities.reminders import ReminderNotice, Reminders
     from workflows import search_attributes
     from workflows.agents import AGENTS
     from workflows.errors import ErrorCode, rejection
@@ -36,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         EventPage,
         EventsQuery,
         LoggedEvent,
+        Reminder,
         RunRecord,
         RunReply,
         RunRequest,
@@ -51,6 +56,15 @@ with workflow.unsafe.imports_passed_through():
 RUNS_CARRIED = 10
 """Runs (with their events) a thread carries into a new workflow run, so clients can
 still re-read or reconnect to its recent runs after a continue-as-new."""
+REMINDERS_PATCH = "interrupt-reminders"
+"""Threads paused before reminders existed replay without them (``docs/operations.md``)."""
+ONE_TIMER_PATCH = "one-timer-per-deadline"
+"""Before it, an interrupt asked in a thread's first run got a second, redundant
+deadline timer; threads recorded so replay with it."""
+REMINDER_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=10)
+)
+"""Backoff for an unreachable webhook; it stops at the interrupt's deadline."""
 
 
 @workflow.defn
@@ -86,13 +100,20 @@ class ThreadWorkflow:
         """The agent's work in the run in progress; it never outlives the run."""
         self._runs_here = 0
         """Runs this workflow run has opened, for the continue-as-new bound."""
+        self._timed: set[str] = set()
+        """Interrupts and reminders with a timer in this workflow run (see ``_time``)."""
 
     @workflow.run
     async def run(self, start: ThreadStart) -> None:
         """Serve runs as updates until the history is long enough to continue as new."""
+        # Deadlines are absolute, so carried interrupts expire exactly when they would
+        # have; a reminder in flight at the continue-as-new is sent again (same key).
         for interrupt in self._thread.open_interrupts:
-            # Deadlines are absolute, so carried interrupts expire exactly when they would have.
+            if self._timed_already(interrupt) and not workflow.patched(ONE_TIMER_PATCH):
+                asyncio.create_task(self._expire_when_due(interrupt))
             self._watch_expiry(interrupt)
+        for reminder in self._thread.reminders:
+            self._time(reminder)
         await workflow.wait_condition(lambda: self._should_continue(start) and self._between_runs())
         workflow.continue_as_new(
             ThreadStart(
@@ -234,19 +255,39 @@ class ThreadWorkflow:
             emit=self._emit,
             add_message=self._add_message,
             ask=self._ask,
+            remind_before=self._agent().remind_before,
         )
         self._turn = asyncio.create_task(step(context))
 
-    def _ask(self, interrupts: list[Interrupt]) -> None:
+    def _ask(self, interrupts: list[Interrupt], reminders: list[Reminder]) -> None:
         """Open ``interrupts``: the run ends on them once the agent's step returns."""
         self._thread.asked.extend(interrupts)
         for interrupt in interrupts:
             self._watch_expiry(interrupt)
+        if reminders and workflow.patched(REMINDERS_PATCH):
+            self._thread.reminders.extend(reminders)
+            for reminder in reminders:
+                self._time(reminder)
 
     def _watch_expiry(self, interrupt: Interrupt) -> None:
         if interrupt.expires_at is not None:
             # A durable timer per deadline: it fires with or without a client.
-            asyncio.create_task(self._expire_when_due(interrupt))
+            self._time(interrupt)
+
+    def _time(self, item: Interrupt | Reminder) -> None:
+        """Start the timer of an interrupt's deadline or of a reminder, once per workflow
+        run: a thread's first run may ask before ``run`` arms what the thread carries."""
+        key = _timer_key(item)
+        if key in self._timed:
+            return
+        self._timed.add(key)
+        if isinstance(item, Reminder):
+            asyncio.create_task(self._remind_when_due(item))
+        else:
+            asyncio.create_task(self._expire_when_due(item))
+
+    def _timed_already(self, interrupt: Interrupt) -> bool:
+        return interrupt.expires_at is not None and _timer_key(interrupt) in self._timed
 
     def _resume_if_answered(self, run_input: RunAgentInput) -> None:
         """Once no asked interrupt is open, hand every answer to the agent's ``resume``."""
@@ -277,8 +318,11 @@ class ThreadWorkflow:
     def _close_interrupt(
         self, interrupt: Interrupt, answer: Answer, key: str, run_key: str
     ) -> None:
-        self._thread.answers[interrupt.id] = answer
-        self._thread.applied[interrupt.id] = AppliedAnswer(
+        thread = self._thread
+        thread.answers[interrupt.id] = answer
+        # Its reminders are moot now (their tasks see that and end).
+        thread.reminders = [r for r in thread.reminders if r.interrupt_id != interrupt.id]
+        thread.applied[interrupt.id] = AppliedAnswer(
             interrupt_id=interrupt.id,
             status=answer.status,
             key=key,
@@ -300,15 +344,8 @@ class ThreadWorkflow:
         def is_open() -> bool:
             return any(i.id == interrupt_id for i in self._thread.open_interrupts)
 
-        delay = (deadline - workflow.now()).total_seconds()
-        if delay > 0:
-            try:
-                await workflow.wait_condition(
-                    lambda: not is_open(), timeout=delay, timeout_summary=f"expiry {interrupt_id}"
-                )
-                return
-            except TimeoutError:
-                pass
+        if not await self._until(deadline - workflow.now(), is_open, f"expiry {interrupt_id}"):
+            return
         async with self._run_lock:
             if not is_open():
                 return
@@ -331,6 +368,54 @@ class ThreadWorkflow:
                 )
             )
             await self._finish_run(run)
+
+    async def _remind_when_due(self, reminder: Reminder) -> None:
+        """Post a reminder of the open interrupt at ``reminder.at``.
+
+        Answering the interrupt cancels its reminders. Delivery retries with backoff
+        until the deadline; a reminder that never arrives is logged, and the thread goes
+        on exactly as if it had.
+        """
+        thread = self._thread
+
+        def pending() -> bool:
+            return reminder in thread.reminders
+
+        if not await self._until(reminder.at - workflow.now(), pending, "reminder"):
+            return
+        interrupt = next(i for i in thread.asked if i.id == reminder.interrupt_id)
+        deadline = parse_expiry(interrupt)
+        assert interrupt.expires_at is not None and deadline is not None
+        try:
+            await workflow.execute_activity_method(
+                Reminders.send_reminder,
+                ReminderNotice(
+                    thread_id=thread.thread_id,
+                    agent=thread.agent,
+                    interrupt=interrupt,
+                    expires_at=interrupt.expires_at,
+                    remind_at=reminder.at,
+                ),
+                start_to_close_timeout=timedelta(minutes=1),
+                schedule_to_close_timeout=max(deadline - workflow.now(), timedelta(seconds=1)),
+                retry_policy=REMINDER_RETRY,
+                summary=f"reminder {interrupt.id}",
+            )
+        except ActivityError as error:
+            workflow.logger.warning("reminder of %s not delivered: %s", interrupt.id, error.cause)
+        finally:
+            if pending():
+                thread.reminders.remove(reminder)
+
+    @staticmethod
+    async def _until(delay: timedelta, holds: Callable[[], bool], summary: str) -> bool:
+        """Wait ``delay`` (a durable timer) while ``holds()``; whether it still holds."""
+        if delay > timedelta(0):
+            with contextlib.suppress(TimeoutError):
+                await workflow.wait_condition(
+                    lambda: not holds(), timeout=delay, timeout_summary=summary
+                )
+        return holds()
 
     async def _finish_run(self, run: RunRecord) -> None:
         """Let the agent's step return, then end the run, on its interrupts if it asked any."""
@@ -462,3 +547,9 @@ class ThreadWorkflow:
                 search_attributes.LAST_ACTIVITY.value_set(workflow.now()),
             ]
         )
+
+
+def _timer_key(item: Interrupt | Reminder) -> str:
+    if isinstance(item, Reminder):
+        return f"reminder:{item.interrupt_id}:{item.at.isoformat()}"
+    return f"expiry:{item.id}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -24,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
         StateCapabilities,
     )
 
-    from activities.email import SendEmailInput, send_email
+    from activities.email import Mailer, SendEmailInput
     from activities.model import GenerateReplyInput, generate_reply
     from workflows.models import Answer
     from workflows.runtime import InterruptRequest, RunContext
@@ -83,6 +84,7 @@ class DemoAgent:
     """A deterministic agent that exercises the whole interrupt lifecycle."""
 
     name = "demo"
+    remind_before: Sequence[timedelta] = (timedelta(days=1),)
     description = (
         "Asks approval before emailing each address you mention; 'quarterly' asks for a "
         "filing, 'confirm' for a yes/no, 'policy' puts a policy hold; otherwise echoes."
@@ -122,6 +124,7 @@ class DemoAgent:
                     message="Please provide the quarterly filing details.",
                     response_schema=QUARTERLY_FILING_SCHEMA,
                     expires_at=ctx.now() + _expiry(ctx),
+                    remind_before=_reminders(ctx),
                 )
             )
         if "confirm" in words:
@@ -170,9 +173,21 @@ class DemoAgent:
 
 def _expiry(ctx: RunContext) -> timedelta:
     """``forwardedProps.expiresInSeconds``, or three days."""
-    props = ctx.input.forwarded_props
-    seconds = props.get("expiresInSeconds") if isinstance(props, dict) else None
+    seconds = _forwarded(ctx, "expiresInSeconds")
     return timedelta(seconds=seconds) if isinstance(seconds, int | float) else DEFAULT_EXPIRY
+
+
+def _reminders(ctx: RunContext) -> list[timedelta] | None:
+    """``forwardedProps.remindBeforeSeconds`` (a list of numbers), or the agent's default."""
+    seconds = _forwarded(ctx, "remindBeforeSeconds")
+    if not isinstance(seconds, list):
+        return None
+    return [timedelta(seconds=s) for s in seconds if isinstance(s, int | float)]
+
+
+def _forwarded(ctx: RunContext, name: str) -> Any:
+    props = ctx.input.forwarded_props
+    return props.get(name) if isinstance(props, dict) else None
 
 
 async def _email(ctx: RunContext, answer: Answer) -> str:
@@ -186,10 +201,11 @@ async def _email(ctx: RunContext, answer: Answer) -> str:
         ctx.tool_result(call, json.dumps({"sent": False, "reason": why[answer.status]}))
         return f"Email to {args['to']}: {outcome}"
     email = answer.payload.get("editedArgs") or args
-    sent = await workflow.execute_local_activity(
-        send_email,
-        SendEmailInput(**email, idempotency_key=f"{workflow.info().workflow_id}/{call.id}"),
-        **TOOL_OPTIONS,
+    # Thread, tool call and the approval that let it run: the same approved call, run
+    # again by a retry or a replayed workflow task, is the same email.
+    key = f"{workflow.info().workflow_id}/{call.id}/{answer.interrupt.id}"
+    sent = await workflow.execute_local_activity_method(
+        Mailer.send_email, SendEmailInput(**email, idempotency_key=key), **TOOL_OPTIONS
     )
     ctx.state.setdefault("outbox", []).append(
         {"to": email["to"], "subject": email["subject"], "body": email["body"]}
