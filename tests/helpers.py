@@ -234,6 +234,25 @@ def assert_valid_stream(events: list[dict[str, Any]], thread_id: str | None = No
     assert not errors, errors
 
 
+async def thread_log(http: httpx.AsyncClient, thread_id: str) -> list[SseEvent]:
+    """Every event of every run the thread remembers, read back run by run, with ids."""
+    thread = (await http.get(f"/threads/{thread_id}")).json()
+    log = []
+    for run in thread["runs"]:
+        async with http.stream("GET", f"/threads/{thread_id}/runs/{run['runId']}/events") as r:
+            log += await read_sse(r)
+    return log
+
+
+def assert_intact(log: list[SseEvent]) -> None:
+    """The thread's record has no gap and no duplicate: event ids count up by one, and
+    the runs follow one another, each opened and closed once."""
+    ids = [int(event_id or 0) for event_id, _ in log]
+    assert ids == list(range(ids[0], ids[0] + len(ids))), ids
+    boundaries = [e["type"] for _, e in log if e["type"] in ("RUN_STARTED", "RUN_FINISHED")]
+    assert boundaries == ["RUN_STARTED", "RUN_FINISHED"] * (len(boundaries) // 2), boundaries
+
+
 def types(events: list[dict[str, Any]]) -> list[str]:
     """The events' ``type`` fields, in order."""
     return [event["type"] for event in events]

@@ -1,0 +1,166 @@
+"""The engine as real processes, for tests that ``kill -9`` them.
+
+Each worker is ``python worker.py`` and each gateway ``python -m gateway``, started as
+``make run`` and ``docker-compose.yml`` start them; a Temporal dev server can run as the
+``temporal`` CLI process with a SQLite file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
+
+from tests.helpers import TEMPORAL_CLI, eventually, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Process:
+    """A child process that a test can kill without warning."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self._popen = subprocess.Popen(argv, cwd=ROOT, env=env)
+
+    @property
+    def alive(self) -> bool:
+        return self._popen.poll() is None
+
+    async def kill(self) -> None:
+        """``kill -9``: no shutdown handler runs, nothing is drained or flushed."""
+        self._popen.kill()
+        await asyncio.to_thread(self._popen.wait)
+
+
+@dataclass
+class Gateway:
+    """A gateway process and an HTTP client of it."""
+
+    process: Process
+    http: httpx.AsyncClient
+
+
+@dataclass
+class Engine:
+    """Workers and gateways on one task queue of one Temporal server; whatever is still
+    alive when the test ends is killed."""
+
+    temporal_address: str
+    task_queue: str = field(default_factory=lambda: f"tq-{uuid.uuid4()}")
+    env: dict[str, str] = field(default_factory=dict)
+    """Further environment for every process (``AGUI_*`` settings)."""
+    processes: list[Process] = field(default_factory=list)
+    clients: list[httpx.AsyncClient] = field(default_factory=list)
+
+    def _environment(self, **extra: str) -> dict[str, str]:
+        return {
+            **os.environ,
+            "TEMPORAL_ADDRESS": self.temporal_address,
+            "AGUI_TASK_QUEUE": self.task_queue,
+            **self.env,
+            **extra,
+        }
+
+    def start_worker(self) -> Process:
+        worker = Process([sys.executable, "worker.py"], self._environment())
+        self.processes.append(worker)
+        return worker
+
+    async def start_gateway(self) -> Gateway:
+        """A gateway process, once its ``/healthz`` answers 200."""
+        port = free_port()
+        process = Process(
+            [sys.executable, "-m", "gateway"], self._environment(AGUI_GATEWAY_PORT=str(port))
+        )
+        self.processes.append(process)
+        http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60)
+        self.clients.append(http)
+
+        async def healthy() -> bool:
+            try:
+                return (await http.get("/healthz")).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        await eventually(healthy, timeout=30, what="the gateway process")
+        return Gateway(process, http)
+
+    async def close(self) -> None:
+        for http in self.clients:
+            await http.aclose()
+        for process in self.processes:
+            if process.alive:
+                await process.kill()
+
+
+@asynccontextmanager
+async def engine(temporal_address: str, **env: str) -> AsyncIterator[Engine]:
+    """An :class:`Engine` against ``temporal_address``; ``env`` as ``AGUI_*`` variables."""
+    running = Engine(temporal_address, env=env)
+    try:
+        yield running
+    finally:
+        await running.close()
+
+
+class DevServer:
+    """``temporal server start-dev`` on a SQLite file, as a process that can be killed."""
+
+    def __init__(self, database: Path) -> None:
+        self.database = database
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.process: Process | None = None
+
+    async def start(self) -> Client:
+        """Start the server (again) on the same port and file; its client once it serves."""
+        self.process = Process(
+            [
+                str(TEMPORAL_CLI),
+                "server",
+                "start-dev",
+                "--db-filename",
+                str(self.database),
+                "--ip",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--http-port",
+                str(free_port()),
+                "--metrics-port",
+                str(free_port()),
+                "--headless",
+                "--log-level",
+                "error",
+            ],
+            dict(os.environ),
+        )
+        client: Client | None = None
+
+        async def serving() -> bool:
+            nonlocal client
+            try:
+                client = await Client.connect(self.address, data_converter=pydantic_data_converter)
+                await client.count_workflows()
+                return True
+            except (RuntimeError, RPCError):
+                return False
+
+        await eventually(serving, timeout=60, what="the Temporal dev server")
+        assert client is not None
+        return client
+
+    async def kill(self) -> None:
+        assert self.process is not None
+        await self.process.kill()

@@ -1,0 +1,317 @@
+"""Processes die without warning (``kill -9``); threads lose nothing and repeat nothing.
+
+Workers and gateways run as real processes (``tests/processes.py``); the demo's emails
+go to a local mail endpoint (``AGUI_DEMO_MAIL_URL``), which records each delivery with its
+idempotency key and can hold one unanswered: that pins a worker mid-resume, inside the
+``send_email`` tool, when it is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from settings import Settings
+from tests.helpers import (
+    assert_intact,
+    eventually,
+    free_port,
+    new_thread,
+    post_run,
+    run_input,
+    sse_messages,
+    thread_log,
+)
+from tests.processes import ROOT, DevServer, Gateway, engine
+from tests.receiver import Receiver
+from worker import WORKFLOWS, activities, ensure_search_attributes
+
+FILING = {"quarter": "Q2", "year": 2026, "revenue": 7}
+
+
+def _address(client: Client) -> str:
+    return client.service_client.config.target_host
+
+
+def _approve_all(thread_id: str, interrupts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The resume a person sends: approve each email, fill in the form."""
+    entries = [
+        {
+            "interruptId": interrupt["id"],
+            "status": "resolved",
+            "payload": {"approved": True} if interrupt["reason"] == "tool_call" else FILING,
+        }
+        for interrupt in interrupts
+    ]
+    return {"threadId": thread_id, "runId": "r2", "messages": [], "resume": entries}
+
+
+async def _thread(gateway: Gateway, thread_id: str) -> dict[str, Any]:
+    thread: dict[str, Any] = (await gateway.http.get(f"/threads/{thread_id}")).json()
+    return thread
+
+
+async def _assert_done_once(gateway: Gateway, thread_id: str, emails: int) -> dict[str, Any]:
+    """The thread ran r1 (asked) and r2 (resumed) once each, with one result per tool
+    call, ``emails`` emails in its outbox and an intact record."""
+    thread = await _thread(gateway, thread_id)
+    assert [(r["runId"], r["status"]) for r in thread["runs"]] == [
+        ("r1", "interrupted"),
+        ("r2", "succeeded"),
+    ]
+    assert thread["interrupts"] == []
+    assert len(thread["state"]["outbox"]) == emails
+    results = [m["toolCallId"] for m in thread["messages"] if m["role"] == "tool"]
+    assert len(results) == len(set(results)) == emails
+    assert_intact(await thread_log(gateway.http, thread_id))
+    return thread
+
+
+async def test_a_worker_killed_while_waiting_and_mid_resume(
+    client: Client, receiver: Receiver
+) -> None:
+    async with engine(_address(client), AGUI_DEMO_MAIL_URL=receiver.url) as stack:
+        worker = stack.start_worker()
+        gateway = await stack.start_gateway()
+        thread_id = new_thread()
+        events = await post_run(
+            gateway.http, "demo", run_input(thread_id, "r1", "mail ann@example.com, quarterly")
+        )
+        interrupts = events[-1]["outcome"]["interrupts"]
+
+        # Killed with the interrupts pending: another worker finds them as they were.
+        await worker.kill()
+        worker = stack.start_worker()
+        assert (await _thread(gateway, thread_id))["interrupts"] == interrupts
+
+        # Killed while the approved email is being sent.
+        receiver.hold()
+        resume = asyncio.create_task(
+            post_run(gateway.http, "demo", _approve_all(thread_id, interrupts))
+        )
+        await receiver.wait_for(1)
+        await worker.kill()
+        stack.start_worker()
+        receiver.release()
+
+        events = await resume
+        assert events[-1]["outcome"] == {"type": "success"}
+        thread = await _assert_done_once(gateway, thread_id, emails=1)
+        assert thread["state"]["filings"] == [FILING]
+        # The new worker sent the email again (at least once), with the same key.
+        assert len(receiver.deliveries) == 2
+        assert len(receiver.keys()) == 1
+        assert receiver.deliveries[0].body == {
+            "to": "ann@example.com",
+            "subject": "Hi",
+            "body": "mail ann@example.com, quarterly",
+        }
+
+
+async def test_a_gateway_killed_mid_stream_another_gateway_serves_the_rest(
+    client: Client,
+) -> None:
+    async with engine(_address(client)) as stack:
+        first_gateway = await stack.start_gateway()
+        second_gateway = await stack.start_gateway()
+        settings = Settings(task_queue=stack.task_queue)
+        thread_id = new_thread()
+        # Workflow tasks only: the run starts, then waits for its model activity.
+        async with Worker(client, task_queue=stack.task_queue, workflows=WORKFLOWS):
+            body = run_input(thread_id, "r1", "hello")
+            async with first_gateway.http.stream("POST", "/agents/demo", json=body) as response:
+                messages = sse_messages(response)
+                first = await anext(messages)
+                assert first[1]["type"] == "RUN_STARTED"
+                await first_gateway.process.kill()
+                with pytest.raises(httpx.TransportError):
+                    await anext(messages)
+
+            url = f"/threads/{thread_id}/runs/r1/events"
+            headers = {"Last-Event-ID": str(first[0])}
+            async with second_gateway.http.stream("GET", url, headers=headers) as response:
+                rest = sse_messages(response)
+                async with Worker(
+                    client, task_queue=stack.task_queue, activities=activities(settings)
+                ):
+                    received = [first, *[message async for message in rest]]
+
+            # Every event exactly once, in order: what the thread recorded for the run.
+            assert received == await thread_log(second_gateway.http, thread_id)
+            assert_intact(received)
+            assert received[-1][1]["outcome"] == {"type": "success"}
+
+
+async def test_the_temporal_server_killed_with_interrupts_pending(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    server = DevServer(tmp_path / "temporal.sqlite")
+    client = await server.start()
+    await ensure_search_attributes(client)
+    async with engine(server.address, AGUI_DEMO_MAIL_URL=receiver.url) as stack:
+        worker = stack.start_worker()
+        gateway = await stack.start_gateway()
+        thread_id = new_thread()
+        events = await post_run(
+            gateway.http, "demo", run_input(thread_id, "r1", "mail ann@example.com, quarterly")
+        )
+        interrupts = events[-1]["outcome"]["interrupts"]
+
+        await server.kill()
+        assert (await gateway.http.get("/healthz")).status_code == 503
+        await server.start()
+
+        # The same worker and gateway processes carry on against the restarted server.
+        async def healthy() -> bool:
+            return (await gateway.http.get("/healthz")).status_code == 200
+
+        await eventually(healthy, timeout=30, what="the gateway to see Temporal again")
+        assert (await _thread(gateway, thread_id))["interrupts"] == interrupts
+        events = await post_run(gateway.http, "demo", _approve_all(thread_id, interrupts))
+        assert events[-1]["outcome"] == {"type": "success"}
+        await _assert_done_once(gateway, thread_id, emails=1)
+        assert len(receiver.deliveries) == len(receiver.keys()) == 1
+        assert worker.alive and gateway.process.alive
+
+
+THREADS = 12
+
+
+async def _run_with_failover(
+    gateways: list[Gateway], first: int, body: Any, failovers: list[str]
+) -> list[Any]:
+    """POST a run; on a broken connection send the same request to the next gateway, as
+    a client that knows both addresses does. The same request is the same run."""
+    for attempt in range(2 * len(gateways)):
+        gateway = gateways[(first + attempt) % len(gateways)]
+        try:
+            return await post_run(gateway.http, "demo", body)
+        except httpx.TransportError:
+            failovers.append(body["threadId"])
+    raise AssertionError("no gateway answered")
+
+
+async def test_two_workers_and_two_gateways_lose_one_each_midway(
+    client: Client, receiver: Receiver
+) -> None:
+    async with engine(_address(client), AGUI_DEMO_MAIL_URL=receiver.url) as stack:
+        workers = [stack.start_worker(), stack.start_worker()]
+        gateways = [await stack.start_gateway(), await stack.start_gateway()]
+        threads = [new_thread() for _ in range(THREADS)]
+
+        failovers: list[str] = []
+        asked = await asyncio.gather(
+            *(
+                _run_with_failover(
+                    gateways, i, run_input(t, "r1", f"mail user{i}@example.com"), failovers
+                )
+                for i, t in enumerate(threads)
+            )
+        )
+        # Every thread is mid-resume, its email held at the mail endpoint, when one
+        # worker and one gateway die.
+        receiver.hold()
+        resumes = [
+            asyncio.create_task(
+                _run_with_failover(
+                    gateways,
+                    i + 1,
+                    _approve_all(t, events[-1]["outcome"]["interrupts"]),
+                    failovers,
+                )
+            )
+            for i, (t, events) in enumerate(zip(threads, asked, strict=True))
+        ]
+        await receiver.wait_for(THREADS)
+        await workers[0].kill()
+        await gateways[0].process.kill()
+        receiver.release()
+
+        for events in await asyncio.gather(*resumes):
+            assert events[-1]["outcome"] == {"type": "success"}
+        # The resumes sent to the killed gateway were retried on the other one.
+        assert sorted(failovers) == sorted(threads[1::2])
+        for i, thread_id in enumerate(threads):
+            thread = await _assert_done_once(gateways[1], thread_id, emails=1)
+            assert thread["state"]["outbox"][0]["to"] == f"user{i}@example.com"
+        # The killed worker held some of the emails in flight (the task queue spreads
+        # threads over both workers); its threads sent theirs again, with the same key:
+        # one email per thread.
+        assert len(receiver.deliveries) > THREADS
+        assert len(receiver.keys()) == THREADS
+        assert {d.body["to"] for d in receiver.deliveries} == {
+            f"user{i}@example.com" for i in range(THREADS)
+        }
+
+
+def _children(parent: int) -> dict[str, int]:
+    """``{"worker": pid, "gateway": pid}`` among ``parent``'s child processes."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # "pid (comm) state ppid ...": comm may hold spaces, so split after it.
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue  # exited while we looked
+        if ppid == parent:
+            name = "worker" if b"worker.py" in argv else "gateway" if b"gateway" in argv else None
+            if name:
+                found[name] = int(stat.parent.name)
+    return found
+
+
+async def test_make_run_restarts_a_killed_worker_and_gateway(client: Client) -> None:
+    """``scripts/run.py`` (what ``make run`` runs), against an existing Temporal server."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": _address(client),
+        "AGUI_TASK_QUEUE": f"tq-{uuid.uuid4()}",
+        "AGUI_GATEWAY_PORT": str(port),
+    }
+    launcher = subprocess.Popen([sys.executable, "scripts/run.py"], cwd=ROOT, env=env)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+
+            async def healthy() -> bool:
+                try:
+                    return (await http.get("/healthz")).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            await eventually(healthy, timeout=60, what="make run's gateway")
+            thread_id = new_thread()
+            events = await post_run(http, "demo", run_input(thread_id, "r1", "mail a@example.com"))
+            interrupts = events[-1]["outcome"]["interrupts"]
+
+            before = _children(launcher.pid)
+            assert before.keys() == {"worker", "gateway"}
+            for pid in before.values():
+                os.kill(pid, signal.SIGKILL)
+
+            async def replaced() -> bool:
+                after = _children(launcher.pid)
+                return after.keys() == before.keys() and not set(after.values()) & set(
+                    before.values()
+                )
+
+            await eventually(replaced, timeout=30, what="both processes to be restarted")
+            await eventually(healthy, timeout=60, what="the restarted gateway")
+            events = await post_run(http, "demo", _approve_all(thread_id, interrupts))
+            assert events[-1]["outcome"] == {"type": "success"}
+    finally:
+        launcher.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(launcher.wait, 60)
+    assert code == 0
