@@ -185,7 +185,7 @@ async def test_the_temporal_server_killed_with_interrupts_pending(
         assert worker.alive and gateway.process.alive
 
 
-THREADS = 12
+THREADS = 20
 
 
 async def _run_with_failover(
