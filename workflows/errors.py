@@ -38,6 +38,8 @@ class ErrorCode(StrEnum):
     INVALID_PAYLOAD = "INVALID_PAYLOAD"
     """A payload that fails its interrupt's ``responseSchema``; the message names the path
     (rule 6)."""
+    EMPTY_RESUME = "EMPTY_RESUME"
+    """An ``operator_resume`` without entries."""
     AGENT_FAILED = "AGENT_FAILED"
     """The agent's model or a tool failed after its retries; the thread stays usable."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from ag_ui.core import Event, Interrupt, Message, RunAgentInput
+from ag_ui.core import Event, Interrupt, Message, ResumeEntry, RunAgentInput
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
@@ -95,6 +95,38 @@ class Reminder(Model):
     at: datetime
 
 
+class OperatorResume(Model):
+    """The ``operator_resume`` message: an operator answers the thread's open interrupts
+    from the Temporal Web UI or CLI, as a client's resume would."""
+
+    resume: list[ResumeEntry]
+    operator: str = Field(min_length=1)
+    """Who: recorded in the thread's audit trail."""
+
+
+class OperatorResult(Model):
+    """What ``operator_resume`` (as an update) returns."""
+
+    run_id: str
+    """The run that applied the answers (an earlier one for a repeat)."""
+    outcome: Literal["applied", "repeated"]
+
+
+AuditOutcome = Literal["applied", "repeated", "rejected"]
+
+
+class AuditRecord(Model):
+    """One ``operator_resume`` in the thread's audit trail, applied or not."""
+
+    at: datetime
+    operator: str
+    resume: list[ResumeEntry]
+    outcome: AuditOutcome
+    run_id: str | None = None
+    error_code: str | None = None
+    error: str | None = None
+
+
 class ThreadState(Model):
     """All mutable state of a thread: the one object continue-as-new carries."""
 
@@ -120,6 +152,8 @@ class ThreadState(Model):
     """Every answer applied, by interrupt id."""
     runs: list[RunRecord] = Field(default_factory=list)
     events: list[LoggedEvent] = Field(default_factory=list)
+    audit: list[AuditRecord] = Field(default_factory=list)
+    """What operators did to the thread, oldest first."""
 
 
 CONTINUE_AS_NEW_AFTER_RUNS = 100
@@ -180,3 +214,4 @@ class ThreadView(Model):
     state: dict[str, Any]
     interrupts: list[Interrupt]
     runs: list[RunRecord]
+    audit: list[AuditRecord]

@@ -9,8 +9,8 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.common import RetryPolicy, SearchAttributeUpdate
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import (
@@ -32,14 +32,19 @@ with workflow.unsafe.imports_passed_through():
     from activities.reminders import ReminderNotice, Reminders
     from workflows import search_attributes
     from workflows.agents import AGENTS
+    from workflows.details import current_details
     from workflows.errors import ErrorCode, rejection
     from workflows.interrupts import answer_key, check_resume, is_replay, parse_expiry
     from workflows.models import (
         Answer,
         AppliedAnswer,
+        AuditOutcome,
+        AuditRecord,
         EventPage,
         EventsQuery,
         LoggedEvent,
+        OperatorResult,
+        OperatorResume,
         Reminder,
         RunRecord,
         RunReply,
@@ -61,6 +66,10 @@ REMINDERS_PATCH = "interrupt-reminders"
 ONE_TIMER_PATCH = "one-timer-per-deadline"
 """Before it, an interrupt asked in a thread's first run got a second, redundant
 deadline timer; threads recorded so replay with it."""
+OPERATOR_VIEW_PATCH = "operator-view"
+"""Threads started before it publish only their status and last activity."""
+INTERRUPTS_MEMO = "interrupts"
+"""Memo key of the open interrupts (AG-UI JSON), which visibility lists return."""
 REMINDER_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=10)
 )
@@ -190,6 +199,81 @@ class ThreadWorkflow:
             state=self._thread.state,
             interrupts=self._thread.open_interrupts,
             runs=self._thread.runs,
+            audit=self._thread.audit,
+        )
+
+    @workflow.update(name="operator_resume")
+    async def operator_resume(self, request: OperatorResume) -> OperatorResult:
+        """An operator answers the open interrupts (``temporal workflow update``).
+
+        Checked exactly as a client's resume: an invalid one is rejected by the
+        validator, before anything is written. Applied in a run of its own, recorded in
+        the audit trail with the operator's name; the client's next run sees the result.
+        """
+        return await self._operator_resume(request)
+
+    @operator_resume.validator
+    def _validate_operator_resume(self, request: OperatorResume) -> None:
+        self._check_operator(request)
+
+    @workflow.signal(name="operator_resume")
+    async def operator_resume_signal(self, request: OperatorResume) -> None:
+        """The same as a signal, which the Web UI's "Send a Signal" can send. A signal
+        cannot answer, so a rejected one is recorded in the audit trail instead."""
+        with contextlib.suppress(ApplicationError):
+            await self._operator_resume(request)
+
+    async def _operator_resume(self, request: OperatorResume) -> OperatorResult:
+        async with self._run_lock:
+            try:
+                earlier = self._check_operator(request)
+            except ApplicationError as error:
+                self._audit(request, "rejected", error=error)
+                raise
+            if earlier is not None:
+                # The run may be no longer carried; its key still names it.
+                run_id = self._runs[earlier].run_id if earlier in self._runs else earlier
+                self._audit(request, "repeated", run_id=run_id)
+                return OperatorResult(run_id=run_id, outcome="repeated")
+            run_id = f"operator-{workflow.uuid4()}"
+            run = self._start_run(run_id, run_id, None)
+            self._emit_messages_snapshot()
+            self._apply(request.resume, run)
+            self._audit(request, "applied", run_id=run_id)
+            self._resume_if_answered(self._unrequested_input(run))
+            await self._finish_run(run)
+            return OperatorResult(run_id=run_id, outcome="applied")
+
+    def _check_operator(self, request: OperatorResume) -> str | None:
+        """Reject an operator's resume the thread must not apply; the key of the run
+        that already applied exactly this resume, if it is a repeat."""
+        if not request.resume:
+            raise rejection(ErrorCode.EMPTY_RESUME, "operator_resume needs resume entries.")
+        run_key = is_replay(request.resume, self._thread.applied)
+        if run_key is not None:
+            return run_key
+        check_resume(
+            self._thread.open_interrupts, request.resume, self._thread.applied, workflow.now()
+        )
+        return None
+
+    def _audit(
+        self,
+        request: OperatorResume,
+        outcome: AuditOutcome,
+        run_id: str | None = None,
+        error: ApplicationError | None = None,
+    ) -> None:
+        self._thread.audit.append(
+            AuditRecord(
+                at=workflow.now(),
+                operator=request.operator,
+                resume=request.resume,
+                outcome=outcome,
+                run_id=run_id,
+                error_code=error.type if error else None,
+                error=error.message if error else None,
+            )
         )
 
     def _check(self, request: RunRequest) -> None:
@@ -356,17 +440,7 @@ class ThreadWorkflow:
                 key=f"expired:{interrupt_id}",
                 run_key=run.key,
             )
-            self._resume_if_answered(
-                RunAgentInput(
-                    thread_id=self._thread.thread_id,
-                    run_id=run.run_id,
-                    state=self._thread.state,
-                    messages=[],
-                    tools=[],
-                    context=[],
-                    forwarded_props={},
-                )
-            )
+            self._resume_if_answered(self._unrequested_input(run))
             await self._finish_run(run)
 
     async def _remind_when_due(self, reminder: Reminder) -> None:
@@ -416,6 +490,18 @@ class ThreadWorkflow:
                     lambda: not holds(), timeout=delay, timeout_summary=summary
                 )
         return holds()
+
+    def _unrequested_input(self, run: RunRecord) -> RunAgentInput:
+        """The input of a run no client sent: an expiry's, or an operator's resume."""
+        return RunAgentInput(
+            thread_id=self._thread.thread_id,
+            run_id=run.run_id,
+            state=self._thread.state,
+            messages=[],
+            tools=[],
+            context=[],
+            forwarded_props={},
+        )
 
     async def _finish_run(self, run: RunRecord) -> None:
         """Let the agent's step return, then end the run, on its interrupts if it asked any."""
@@ -540,13 +626,36 @@ class ThreadWorkflow:
         return "waiting" if self._thread.open_interrupts else "idle"
 
     def _publish_status(self) -> None:
-        """Mirror the thread's status into its search attributes for operators."""
-        workflow.upsert_search_attributes(
-            [
-                search_attributes.THREAD_STATUS.value_set(self._status()),
-                search_attributes.LAST_ACTIVITY.value_set(workflow.now()),
+        """Show operators the thread: its status, open interrupts and earliest deadline
+        as search attributes; the interrupts themselves in its memo (for ``GET
+        /interrupts``); in plain words, what it waits for, as its current details."""
+        waiting_on = self._thread.open_interrupts
+        updates: list[SearchAttributeUpdate[Any]] = [
+            search_attributes.THREAD_STATUS.value_set(self._status()),
+            search_attributes.LAST_ACTIVITY.value_set(workflow.now()),
+        ]
+        if workflow.patched(OPERATOR_VIEW_PATCH):
+            deadlines = [d for d in map(parse_expiry, waiting_on) if d is not None]
+            updates += [
+                search_attributes.INTERRUPT_IDS.value_set([i.id for i in waiting_on]),
+                search_attributes.INTERRUPT_REASONS.value_set(
+                    sorted({i.reason for i in waiting_on})
+                ),
+                search_attributes.NEXT_EXPIRY.value_set(min(deadlines))
+                if deadlines
+                else search_attributes.NEXT_EXPIRY.value_unset(),
             ]
-        )
+            workflow.upsert_memo(
+                {
+                    INTERRUPTS_MEMO: [
+                        i.model_dump(mode="json", by_alias=True, exclude_none=True)
+                        for i in waiting_on
+                    ]
+                }
+            )
+        workflow.upsert_search_attributes(updates)
+        # Not in history: the UI reads it by query, so it needs no patch.
+        workflow.set_current_details(current_details(self._run, waiting_on, self._thread.messages))
 
 
 def _timer_key(item: Interrupt | Reminder) -> str:

@@ -1,0 +1,287 @@
+"""Operators see and act on threads through Temporal: search attributes, current details,
+and ``operator_resume`` (update, or signal from the Web UI / CLI) with an audit trail."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+
+from gateway.streaming import thread_handle, workflow_id_for
+from tests.helpers import (
+    TEMPORAL_CLI,
+    Stack,
+    eventually,
+    new_thread,
+    post_run,
+    run_input,
+    serve_stack,
+)
+from workflows.models import OperatorResume
+from workflows.thread import INTERRUPTS_MEMO, ThreadWorkflow
+
+OPERATOR_RESUME = "operator_resume"
+
+
+async def _ask(stack: Stack, text: str) -> tuple[str, list[dict[str, Any]]]:
+    """A new thread whose first run asks what ``text`` calls for; its interrupts."""
+    thread_id = new_thread()
+    events = await post_run(stack.http, "demo", run_input(thread_id, "r1", text))
+    interrupts: list[dict[str, Any]] = events[-1]["outcome"]["interrupts"]
+    return thread_id, interrupts
+
+
+async def _thread(stack: Stack, thread_id: str) -> dict[str, Any]:
+    thread: dict[str, Any] = (await stack.http.get(f"/threads/{thread_id}")).json()
+    return thread
+
+
+def _approve(interrupt: dict[str, Any], approved: Any = True) -> dict[str, Any]:
+    return {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": approved}}
+
+
+async def _listed(client: Client, query: str) -> set[str]:
+    return {execution.id async for execution in client.list_workflows(query)}
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+async def test_threads_are_found_by_interrupt_reason_and_deadline(client: Client) -> None:
+    # A task queue of its own: the query below must see only this test's threads.
+    async with serve_stack(client) as stack:
+        await _find_threads(client, stack)
+
+
+async def _find_threads(client: Client, stack: Stack) -> None:
+    mine = f'TaskQueue = "{stack.task_queue}"'
+    approval_thread, (approval, form) = await _ask(stack, "mail a@example.com, quarterly")
+    confirm_thread, (confirm,) = await _ask(stack, "confirm")
+    now = datetime.now(UTC)
+    # The issue's example: waiting on a tool_call that expires within N days.
+    tool_call_within = 'AguiInterruptReasons = "tool_call" AND AguiNextExpiry < "{}"'
+    queries = {
+        "within a day": tool_call_within.format(_iso(now + timedelta(days=1))),
+        "within four days": tool_call_within.format(_iso(now + timedelta(days=4))),
+        "confirmations": 'AguiInterruptReasons = "confirmation"',
+        "by interrupt id": f'AguiInterruptIds = "{form["id"]}"',
+        "waiting": 'AguiThreadStatus = "waiting"',
+    }
+    expected = {
+        "within a day": set(),
+        "within four days": {workflow_id_for(approval_thread)},
+        "confirmations": {workflow_id_for(confirm_thread)},
+        "by interrupt id": {workflow_id_for(approval_thread)},
+        "waiting": {workflow_id_for(approval_thread), workflow_id_for(confirm_thread)},
+    }
+
+    async def all_listed() -> bool:
+        found = await asyncio.gather(
+            *(_listed(client, f"{mine} AND {q}") for q in queries.values())
+        )
+        return dict(zip(queries, found, strict=True)) == expected
+
+    await eventually(all_listed, what="visibility to list the waiting threads")
+
+    # The memo carries the open interrupts, as visibility lists return them.
+    async for execution in client.list_workflows(
+        f'{mine} AND WorkflowId = "{workflow_id_for(confirm_thread)}"'
+    ):
+        assert (await execution.memo())[INTERRUPTS_MEMO] == [confirm]
+
+    body = {
+        "threadId": approval_thread,
+        "runId": "r2",
+        "messages": [],
+        "resume": [_approve(approval), {"interruptId": form["id"], "status": "cancelled"}],
+    }
+    await post_run(stack.http, "demo", body)
+
+    async def only_confirm_waits() -> bool:
+        waiting = await _listed(client, f'{mine} AND AguiThreadStatus = "waiting"')
+        idle = await _listed(
+            client, f'{mine} AND AguiThreadStatus = "idle" AND AguiNextExpiry IS NULL'
+        )
+        return waiting == {workflow_id_for(confirm_thread)} and idle == {
+            workflow_id_for(approval_thread)
+        }
+
+    await eventually(only_confirm_waits, what="visibility to see the resumed thread idle")
+
+
+async def _details(client: Client, thread_id: str) -> str:
+    metadata = await thread_handle(client, thread_id).query(
+        "__temporal_workflow_metadata", result_type=WorkflowMetadata
+    )
+    return metadata.current_details
+
+
+async def test_current_details_say_what_the_thread_waits_for(client: Client, stack: Stack) -> None:
+    thread_id, (approval, form) = await _ask(stack, "mail a@example.com, quarterly")
+    deadline = datetime.fromisoformat(form["expiresAt"].replace("Z", "+00:00"))
+    assert await _details(client, thread_id) == (
+        "Waiting for approval: send_email(to='a@example.com', subject='Hi', "
+        "body='mail a@example.com, quarterly')\n"
+        "Waiting for input: Please provide the quarterly filing details., "
+        f"expires {deadline:%Y-%m-%d %H:%M} UTC"
+    )
+    body = {
+        "threadId": thread_id,
+        "runId": "r2",
+        "messages": [],
+        "resume": [_approve(approval), {"interruptId": form["id"], "status": "cancelled"}],
+    }
+    await post_run(stack.http, "demo", body)
+    assert await _details(client, thread_id) == "Idle: waiting for new input"
+
+
+async def test_an_operator_resumes_by_update_and_the_client_sees_it(
+    client: Client, stack: Stack
+) -> None:
+    thread_id, (approval,) = await _ask(stack, "mail a@example.com")
+    handle = thread_handle(client, thread_id)
+    request = OperatorResume.model_validate({"resume": [_approve(approval)], "operator": "alice"})
+
+    result = await handle.execute_update(ThreadWorkflow.operator_resume, request)
+    assert result.outcome == "applied"
+    # The same resume again changes nothing (contract rule 5), but is audited.
+    again = await handle.execute_update(ThreadWorkflow.operator_resume, request)
+    assert (again.outcome, again.run_id) == ("repeated", result.run_id)
+
+    thread = await _thread(stack, thread_id)
+    assert thread["interrupts"] == []
+    assert thread["state"]["outbox"] == [
+        {"to": "a@example.com", "subject": "Hi", "body": "mail a@example.com"}
+    ]
+    assert [(r["runId"], r["status"]) for r in thread["runs"]] == [
+        ("r1", "interrupted"),
+        (result.run_id, "succeeded"),
+    ]
+    assert [(a["operator"], a["outcome"], a["runId"]) for a in thread["audit"]] == [
+        ("alice", "applied", result.run_id),
+        ("alice", "repeated", result.run_id),
+    ]
+    # The client's next run goes on from there: its snapshot has the operator's result.
+    events = await post_run(
+        stack.http, "demo", run_input(thread_id, "r3", "mail a@example.com", "thanks")
+    )
+    snapshot = next(e for e in events if e["type"] == "MESSAGES_SNAPSHOT")
+    tool_results = [m for m in snapshot["messages"] if m["role"] == "tool"]
+    assert json.loads(tool_results[0]["content"])["sent"] is True
+    assert events[-1]["outcome"] == {"type": "success"}
+
+
+@pytest.mark.parametrize(
+    ("resume", "code"),
+    [
+        ([], "EMPTY_RESUME"),
+        ([{"interruptId": "int-nope", "status": "cancelled"}], "UNKNOWN_INTERRUPT"),
+        (None, "INVALID_PAYLOAD"),  # the approval with approved: "yes"
+    ],
+)
+async def test_an_invalid_operator_resume_is_rejected_and_changes_nothing(
+    client: Client, stack: Stack, resume: list[dict[str, Any]] | None, code: str
+) -> None:
+    thread_id, (approval,) = await _ask(stack, "mail a@example.com")
+    before = await _thread(stack, thread_id)
+    request = OperatorResume.model_validate(
+        {"resume": [_approve(approval, "yes")] if resume is None else resume, "operator": "eve"}
+    )
+    with pytest.raises(WorkflowUpdateFailedError) as failed:
+        await thread_handle(client, thread_id).execute_update(
+            ThreadWorkflow.operator_resume, request
+        )
+    assert isinstance(failed.value.cause, ApplicationError)
+    assert failed.value.cause.type == code
+    assert await _thread(stack, thread_id) == before
+
+
+async def _cli(client: Client, *args: str) -> str:
+    """Run the ``temporal`` CLI against the test server, as the runbook shows it."""
+    process = await asyncio.create_subprocess_exec(
+        str(TEMPORAL_CLI),
+        *args,
+        "--address",
+        client.service_client.config.target_host,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return out.decode()
+
+
+async def test_an_operator_resumes_by_cli_signal_or_update_with_an_audit_trail(
+    client: Client, stack: Stack
+) -> None:
+    thread_id, (approval,) = await _ask(stack, "mail a@example.com")
+    workflow_id = workflow_id_for(thread_id)
+
+    # A bad signal cannot answer: it is audited as rejected and changes nothing.
+    bad = {"resume": [_approve(approval, "yes")], "operator": "bob"}
+    await _cli(
+        client,
+        "workflow",
+        "signal",
+        "--workflow-id",
+        workflow_id,
+        "--name",
+        OPERATOR_RESUME,
+        "--input",
+        json.dumps(bad),
+    )
+
+    async def audited(count: int) -> bool:
+        return len((await _thread(stack, thread_id))["audit"]) == count
+
+    await eventually(lambda: audited(1), what="the rejected signal in the audit trail")
+    thread = await _thread(stack, thread_id)
+    assert [i["id"] for i in thread["interrupts"]] == [approval["id"]]
+    (rejected,) = thread["audit"]
+    assert (rejected["operator"], rejected["outcome"], rejected["errorCode"]) == (
+        "bob",
+        "rejected",
+        "INVALID_PAYLOAD",
+    )
+
+    good = {"resume": [_approve(approval)], "operator": "bob"}
+    await _cli(
+        client,
+        "workflow",
+        "signal",
+        "--workflow-id",
+        workflow_id,
+        "--name",
+        OPERATOR_RESUME,
+        "--input",
+        json.dumps(good),
+    )
+    await eventually(lambda: audited(2), what="the applied signal in the audit trail")
+    thread = await _thread(stack, thread_id)
+    assert thread["interrupts"] == [] and len(thread["state"]["outbox"]) == 1
+    assert thread["audit"][1]["outcome"] == "applied"
+
+    # The update form answers on the terminal; here a repeat, so nothing runs again.
+    out = await _cli(
+        client,
+        "workflow",
+        "update",
+        "execute",
+        "--workflow-id",
+        workflow_id,
+        "--name",
+        OPERATOR_RESUME,
+        "--input",
+        json.dumps(good),
+        "-o",
+        "json",
+    )
+    assert json.loads(out)["result"]["outcome"] == "repeated"
+    assert len((await _thread(stack, thread_id))["state"]["outbox"]) == 1
