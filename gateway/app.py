@@ -32,9 +32,11 @@ from gateway.errors import (
     run_error_from,
     temporal_unavailable,
 )
+from gateway.inbox import InvalidCursor, list_interrupts, list_threads, thread_query
 from gateway.streaming import RunStream, attach, find_run, start_run, thread_handle
 from settings import Settings, connect
 from workflows.agents import AGENTS
+from workflows.models import ThreadStatus
 from workflows.runtime import Agent
 from workflows.thread import ThreadWorkflow
 
@@ -175,6 +177,25 @@ def _event_id(value: str | None) -> int:
     return int(value)
 
 
+def _visibility_query(
+    settings: Settings,
+    agent: str | None = None,
+    status: ThreadStatus | None = None,
+    reason: str | None = None,
+) -> str:
+    """The visibility query for the filters, or a 422 naming the bad one."""
+    if agent is not None and agent not in AGENTS:
+        raise ApiError(
+            422,
+            GatewayErrorCode.INVALID_FILTER,
+            f"No agent named {agent!r}; known agents: {', '.join(sorted(AGENTS))}.",
+        )
+    try:
+        return thread_query(settings.task_queue, agent=agent, status=status, reason=reason)
+    except ValueError as err:
+        raise ApiError(422, GatewayErrorCode.INVALID_FILTER, str(err)) from err
+
+
 def _thread_error(thread_id: str, err: Exception) -> ApiError:
     """A failed read of a thread: 404 when it does not exist, else Temporal is unavailable."""
     if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
@@ -220,6 +241,44 @@ def _add_routes(app: FastAPI) -> None:
         """The agent's AG-UI ``AgentCapabilities``."""
         declared: AgentCapabilities = agent.capabilities()
         return JSONResponse(declared.model_dump(mode="json", by_alias=True))
+
+    @app.get("/threads")
+    async def threads(
+        client: ClientDep,
+        settings: SettingsDep,
+        agent: Annotated[str | None, Query()] = None,
+        status: Annotated[ThreadStatus | None, Query()] = None,
+        page_size: Annotated[int, Query(alias="pageSize", ge=1, le=1000)] = 100,
+        page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+    ) -> JSONResponse:
+        """Threads served by this gateway's task queue, with their status."""
+        query = _visibility_query(settings, agent=agent, status=status)
+        try:
+            page = await list_threads(client, query, page_size, page_token)
+        except InvalidCursor as err:
+            raise ApiError(422, GatewayErrorCode.INVALID_CURSOR, str(err)) from err
+        except TEMPORAL_ERRORS as err:
+            raise temporal_unavailable(err) from err
+        return JSONResponse(page.model_dump(mode="json", by_alias=True))
+
+    @app.get("/interrupts")
+    async def interrupts(
+        client: ClientDep,
+        settings: SettingsDep,
+        agent: Annotated[str | None, Query()] = None,
+        reason: Annotated[str | None, Query()] = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        cursor: Annotated[str | None, Query()] = None,
+    ) -> JSONResponse:
+        """Open interrupts across threads, soonest deadline first: an approval inbox."""
+        query = _visibility_query(settings, agent=agent, status="waiting", reason=reason)
+        try:
+            page = await list_interrupts(client, query, reason, limit, cursor)
+        except InvalidCursor as err:
+            raise ApiError(422, GatewayErrorCode.INVALID_CURSOR, str(err)) from err
+        except TEMPORAL_ERRORS as err:
+            raise temporal_unavailable(err) from err
+        return JSONResponse(page.model_dump(mode="json", by_alias=True, exclude_none=True))
 
     @app.get("/threads/{thread_id}")
     async def thread(thread_id: str, client: ClientDep) -> JSONResponse:

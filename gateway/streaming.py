@@ -45,10 +45,12 @@ from workflows.models import (
 )
 from workflows.thread import ThreadWorkflow
 
+THREAD_WORKFLOW_PREFIX = "agui-thread-"
+
 
 def workflow_id_for(thread_id: str) -> str:
     """The id of the workflow that holds AG-UI thread ``thread_id``."""
-    return f"agui-thread-{thread_id}"
+    return f"{THREAD_WORKFLOW_PREFIX}{thread_id}"
 
 
 def run_key_for(run_input: RunAgentInput) -> str:

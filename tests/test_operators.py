@@ -126,12 +126,23 @@ async def _details(client: Client, thread_id: str) -> str:
 async def test_current_details_say_what_the_thread_waits_for(client: Client, stack: Stack) -> None:
     thread_id, (approval, form) = await _ask(stack, "mail a@example.com, quarterly")
     deadline = datetime.fromisoformat(form["expiresAt"].replace("Z", "+00:00"))
-    assert await _details(client, thread_id) == (
+    details = (
         "Waiting for approval: send_email(to='a@example.com', subject='Hi', "
         "body='mail a@example.com, quarterly')\n"
         "Waiting for input: Please provide the quarterly filing details., "
         f"expires {deadline:%Y-%m-%d %H:%M} UTC"
     )
+    assert await _details(client, thread_id) == details
+    # The runbook's terminal commands show the same.
+    workflow_id = workflow_id_for(thread_id)
+    metadata = await _cli(
+        client, "workflow", "metadata", "--workflow-id", workflow_id, "-o", "json"
+    )
+    assert json.loads(metadata)["queryResult"][0]["currentDetails"] == details
+    view = await _cli(
+        client, "workflow", "query", "--workflow-id", workflow_id, "--name", "view", "-o", "json"
+    )
+    assert json.loads(view)["queryResult"][0]["interrupts"] == [approval, form]
     body = {
         "threadId": thread_id,
         "runId": "r2",

@@ -1,0 +1,198 @@
+"""Threads and their open interrupts, listed through Temporal visibility.
+
+Every thread workflow publishes its status, agent and open interrupts' reasons as search
+attributes and its open interrupts in its memo (``ThreadWorkflow._publish_status``), so a
+list is one visibility query: no thread is queried or replayed to build it.
+
+SQL visibility (the dev server, PostgreSQL) cannot sort by a custom attribute, so the
+interrupt inbox reads every matching thread's memo and sorts by deadline itself, with a
+cursor that stays valid as interrupts come and go. That is one visibility page per 1,000
+waiting threads per request; beyond some ten thousand, use Elasticsearch visibility
+and ``ORDER BY AguiNextExpiry``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from datetime import datetime
+
+from ag_ui.core import Interrupt
+from temporalio.client import Client, WorkflowExecution
+
+from gateway.streaming import THREAD_WORKFLOW_PREFIX
+from workflows import search_attributes
+from workflows.interrupts import parse_expiry
+from workflows.models import Model, ThreadStatus
+from workflows.thread import INTERRUPTS_MEMO, ThreadWorkflow
+
+FILTER_VALUE = re.compile(r"^[\w:.\-]+$")
+"""What an agent, status or reason filter may contain: no quotes, so no query injection."""
+
+
+class InvalidCursor(ValueError):
+    """A page token or cursor this gateway did not hand out."""
+
+
+class ThreadSummary(Model):
+    """One thread as ``GET /threads`` lists it."""
+
+    thread_id: str
+    agent: str | None
+    status: str | None
+    """``idle``, ``running`` or ``waiting``."""
+    last_activity: datetime | None
+    open_interrupts: int
+
+
+class ThreadPage(Model):
+    threads: list[ThreadSummary]
+    next_page_token: str | None
+    """Pass as ``pageToken`` for the next page; ``None`` on the last."""
+
+
+class InboxItem(Model):
+    """One open interrupt (its message, schema and deadline) and the thread it holds."""
+
+    thread_id: str
+    agent: str | None
+    interrupt: Interrupt
+
+
+class InboxPage(Model):
+    interrupts: list[InboxItem]
+    next_cursor: str | None
+    """Pass as ``cursor`` for the interrupts after this page; ``None`` on the last."""
+
+
+def thread_query(
+    task_queue: str,
+    agent: str | None = None,
+    status: ThreadStatus | None = None,
+    reason: str | None = None,
+) -> str:
+    """The visibility query for live threads of ``task_queue`` matching the filters.
+
+    Raises:
+        ValueError: A filter value that is not a plain name.
+    """
+    clauses = [
+        f'WorkflowType = "{ThreadWorkflow.__name__}"',
+        'ExecutionStatus = "Running"',
+        f'TaskQueue = "{task_queue}"',
+    ]
+    for key, value in (
+        (search_attributes.AGENT, agent),
+        (search_attributes.THREAD_STATUS, status),
+        (search_attributes.INTERRUPT_REASONS, reason),
+    ):
+        if value is not None:
+            if not FILTER_VALUE.match(value):
+                raise ValueError(f"{value!r} is not a valid {key.name} filter")
+            clauses.append(f'{key.name} = "{value}"')
+    return " AND ".join(clauses)
+
+
+async def list_threads(
+    client: Client, query: str, page_size: int, page_token: str | None
+) -> ThreadPage:
+    """One page of the threads ``query`` matches, in visibility's order."""
+    executions = client.list_workflows(
+        query, page_size=page_size, next_page_token=_token_bytes(page_token)
+    )
+    await executions.fetch_next_page()
+    threads = [await _summary(execution) for execution in executions.current_page or []]
+    token = executions.next_page_token
+    return ThreadPage(threads=threads, next_page_token=_token(token) if token else None)
+
+
+async def list_interrupts(
+    client: Client, query: str, reason: str | None, limit: int, cursor: str | None
+) -> InboxPage:
+    """The open interrupts of the threads ``query`` matches, soonest deadline first
+    (those without one last), ``limit`` at a time after ``cursor``."""
+    after = _cursor_key(cursor) if cursor else None
+    items = []
+    async for execution in client.list_workflows(query):
+        agent = execution.typed_search_attributes.get(search_attributes.AGENT)
+        for interrupt in await _interrupts(execution):
+            if reason is None or interrupt.reason == reason:
+                items.append(
+                    InboxItem(thread_id=_thread_id(execution), agent=agent, interrupt=interrupt)
+                )
+    items.sort(key=_sort_key)
+    if after is not None:
+        items = [item for item in items if _sort_key(item) > after]
+    page = items[:limit]
+    more = len(items) > limit
+    return InboxPage(interrupts=page, next_cursor=_cursor(page[-1]) if more else None)
+
+
+async def _summary(execution: WorkflowExecution) -> ThreadSummary:
+    attributes = execution.typed_search_attributes
+    return ThreadSummary(
+        thread_id=_thread_id(execution),
+        agent=attributes.get(search_attributes.AGENT),
+        status=attributes.get(search_attributes.THREAD_STATUS),
+        last_activity=attributes.get(search_attributes.LAST_ACTIVITY),
+        open_interrupts=len(attributes.get(search_attributes.INTERRUPT_IDS) or []),
+    )
+
+
+async def _interrupts(execution: WorkflowExecution) -> list[Interrupt]:
+    interrupts: list[Interrupt] = await execution.memo_value(
+        INTERRUPTS_MEMO, [], type_hint=list[Interrupt]
+    )
+    return interrupts
+
+
+def _thread_id(execution: WorkflowExecution) -> str:
+    return execution.id.removeprefix(THREAD_WORKFLOW_PREFIX)
+
+
+SortKey = tuple[bool, datetime, str, str]
+
+
+def _sort_key(item: InboxItem) -> SortKey:
+    deadline = parse_expiry(item.interrupt)
+    return (deadline is None, deadline or datetime.max, item.thread_id, item.interrupt.id)
+
+
+def _cursor(item: InboxItem) -> str:
+    never, deadline, thread_id, interrupt_id = _sort_key(item)
+    raw = json.dumps([never, deadline.isoformat(), thread_id, interrupt_id])
+    return base64.urlsafe_b64encode(raw.encode()).decode()
+
+
+def _cursor_key(cursor: str) -> SortKey:
+    try:
+        never, deadline, thread_id, interrupt_id = json.loads(base64.urlsafe_b64decode(cursor))
+        return (bool(never), datetime.fromisoformat(deadline), str(thread_id), str(interrupt_id))
+    except (ValueError, TypeError, binascii.Error) as err:
+        raise InvalidCursor(f"{cursor!r} is not a cursor of this gateway") from err
+
+
+TOKEN_CHECK_BYTES = 8
+"""A page token ends with this much of its SHA-256: a token mangled in transit or made
+up is a clear 422 here, not an opaque failure of the visibility store."""
+
+
+def _token(raw: bytes) -> str:
+    check = hashlib.sha256(raw).digest()[:TOKEN_CHECK_BYTES]
+    return base64.urlsafe_b64encode(raw + check).decode()
+
+
+def _token_bytes(token: str | None) -> bytes | None:
+    if token is None:
+        return None
+    try:
+        data = base64.b64decode(token.encode(), altchars=b"-_", validate=True)
+    except (ValueError, binascii.Error) as err:
+        raise InvalidCursor(f"{token!r} is not a page token of this gateway") from err
+    raw, check = data[:-TOKEN_CHECK_BYTES], data[-TOKEN_CHECK_BYTES:]
+    if not raw or hashlib.sha256(raw).digest()[:TOKEN_CHECK_BYTES] != check:
+        raise InvalidCursor(f"{token!r} is not a page token of this gateway")
+    return raw
