@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS
 
@@ -43,6 +44,10 @@ class Settings(BaseSettings):
     none are."""
     demo_mail_url: str | None = None
     """Where the demo agent's ``send_email`` posts emails (JSON); unset, sending is simulated."""
+    metrics_bind_address: str | None = None
+    """Worker: ``host:port`` where it serves Prometheus metrics (the Temporal SDK's and
+    the workflows' own, e.g. ``agui_interrupts_opened_total``); unset, none. The gateway
+    always serves its metrics at ``GET /metrics``."""
     webhook_timeout_seconds: float = 10.0
     """How long one webhook or mail delivery attempt may take before it is retried."""
 
@@ -54,15 +59,29 @@ def temporal_connect_config() -> dict[str, Any]:
     return config
 
 
-async def connect(*, lazy: bool = False) -> Client:
+def prometheus_runtime(bind_address: str) -> Runtime:
+    """A Temporal runtime that serves its metrics at ``http://<bind_address>/metrics``:
+    the SDK's (``temporal_*``) and those workflows emit through their metric meter."""
+    return Runtime(
+        telemetry=TelemetryConfig(
+            metrics=PrometheusConfig(
+                bind_address=bind_address, counters_total_suffix=True, durations_as_seconds=True
+            )
+        )
+    )
+
+
+async def connect(*, lazy: bool = False, runtime: Runtime | None = None) -> Client:
     """Connect to Temporal with the engine's one data converter.
 
     Args:
         lazy: Return at once and connect on first use, so a process can start (and report
             itself unhealthy) while Temporal is still down.
+        runtime: The Temporal runtime (telemetry) to use; the default one otherwise.
     """
     return await Client.connect(
         **temporal_connect_config(),
         data_converter=pydantic_data_converter,
         lazy=lazy,
+        runtime=runtime,
     )

@@ -27,7 +27,7 @@ from temporalio.worker import Worker
 from activities.email import Mailer
 from activities.model import generate_reply
 from activities.reminders import Reminders
-from settings import Settings, connect
+from settings import Settings, connect, prometheus_runtime
 from workflows import search_attributes
 from workflows.thread import ThreadWorkflow
 
@@ -90,7 +90,8 @@ async def main() -> None:
     """Run the worker until SIGINT/SIGTERM, then shut down gracefully."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = Settings()
-    client = await connect()
+    address = settings.metrics_bind_address
+    client = await connect(runtime=prometheus_runtime(address) if address else None)
     await ensure_search_attributes(client)
     worker = build_worker(client, settings)
     stop = asyncio.Event()

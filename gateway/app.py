@@ -17,7 +17,8 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 from fastapi import Depends, FastAPI, Header, Query, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import ValidationError
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
@@ -33,6 +34,7 @@ from gateway.errors import (
     temporal_unavailable,
 )
 from gateway.inbox import InvalidCursor, list_interrupts, list_threads, thread_query
+from gateway.metrics import GatewayMetrics, RequestCounter
 from gateway.streaming import RunStream, attach, find_run, start_run, thread_handle
 from settings import Settings, connect
 from workflows.agents import AGENTS
@@ -50,14 +52,17 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
             so the gateway starts even while Temporal is down) when the app starts.
     """
     resolved = settings or Settings()
+    metrics = GatewayMetrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.client = client or await connect(lazy=True)
+        app.state.client = client or await connect(lazy=True, runtime=metrics.sdk_runtime())
         yield
 
     app = FastAPI(title="AG-UI on Temporal", lifespan=lifespan)
     app.state.settings = resolved
+    app.state.metrics = metrics
+    app.add_middleware(RequestCounter, metrics=metrics)
     app.add_exception_handler(ApiError, api_error_handler)
     _add_routes(app)
     return app
@@ -66,6 +71,11 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
 def _client(request: Request) -> Client:
     client: Client = request.app.state.client
     return client
+
+
+def _metrics(request: Request) -> GatewayMetrics:
+    metrics: GatewayMetrics = request.app.state.metrics
+    return metrics
 
 
 def _settings(request: Request) -> Settings:
@@ -105,6 +115,7 @@ async def _run_input(request: Request) -> RunAgentInput:
 
 ClientDep = Annotated[Client, Depends(_client)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
+MetricsDep = Annotated[GatewayMetrics, Depends(_metrics)]
 AgentDep = Annotated[Agent, Depends(_agent)]
 RunInputDep = Annotated[RunAgentInput, Depends(_run_input)]
 
@@ -210,6 +221,7 @@ def _add_routes(app: FastAPI) -> None:
         run_input: RunInputDep,
         client: ClientDep,
         settings: SettingsDep,
+        metrics: MetricsDep,
         compat: Annotated[Literal["draft"] | None, Query()] = None,
     ) -> StreamingResponse:
         """Run the agent on ``run_input.threadId`` and stream the run's AG-UI events.
@@ -220,7 +232,8 @@ def _add_routes(app: FastAPI) -> None:
             stream = await start_run(client, settings, agent.name, run_input)
         except TEMPORAL_ERRORS as err:
             raise temporal_unavailable(err) from err
-        return _sse(_guarded(run_input, stream), compat)
+        events = metrics.count_run(agent.name, _guarded(run_input, stream))
+        return _sse(metrics.time_stream("/agents/{agent_id}", events), compat)
 
     @app.get("/agents")
     async def list_agents() -> dict[str, Any]:
@@ -295,6 +308,7 @@ def _add_routes(app: FastAPI) -> None:
         run_id: str,
         client: ClientDep,
         settings: SettingsDep,
+        metrics: MetricsDep,
         after: Annotated[str | None, Query()] = None,
         last_event_id: Annotated[str | None, Header()] = None,
     ) -> StreamingResponse:
@@ -316,7 +330,13 @@ def _add_routes(app: FastAPI) -> None:
             async for item in attach(thread, run, offset, settings.stream_poll_seconds):
                 yield item.seq, item.event
 
-        return _sse(events())
+        return _sse(metrics.time_stream("/threads/{thread_id}/runs/{run_id}/events", events()))
+
+    @app.get("/metrics")
+    async def prometheus(metrics: MetricsDep) -> Response:
+        """Prometheus metrics: the gateway's (``agui_gateway_*``) and, when the gateway
+        made its own Temporal client, the SDK's (``temporal_*``)."""
+        return Response(await metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz")
     async def healthz(client: ClientDep, settings: SettingsDep) -> JSONResponse:

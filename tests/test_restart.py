@@ -94,11 +94,13 @@ async def test_worker_and_gateway_processes_serve_runs_and_stop_cleanly_on_sigte
     client: Client,
 ) -> None:
     gateway_port = free_port()
+    worker_metrics = f"127.0.0.1:{free_port()}"
     env = {
         **os.environ,
         "TEMPORAL_ADDRESS": client.service_client.config.target_host,
         "AGUI_TASK_QUEUE": f"tq-{uuid.uuid4()}",
         "AGUI_GATEWAY_PORT": str(gateway_port),
+        "AGUI_METRICS_BIND_ADDRESS": worker_metrics,
     }
     processes = [
         subprocess.Popen([sys.executable, "worker.py"], cwd=ROOT, env=env),
@@ -118,6 +120,13 @@ async def test_worker_and_gateway_processes_serve_runs_and_stop_cleanly_on_sigte
             await eventually(healthy, timeout=30, what="the gateway process")
             events = await post_run(http, "demo", run_input(f"t-{uuid.uuid4()}", "r1", "hi"))
             assert events[-1]["outcome"] == {"type": "success"}
+            # Each process serves Prometheus metrics: the gateway its own and its
+            # client's, the worker the SDK's and the workflows'.
+            gateway_metrics = (await http.get("/metrics")).text
+            assert "agui_gateway_runs_total{" in gateway_metrics
+            assert "temporal_request_total{" in gateway_metrics
+            worker_side = (await http.get(f"http://{worker_metrics}/metrics")).text
+            assert "temporal_workflow_task_execution_latency_count{" in worker_side
     finally:
         for process in processes:
             process.send_signal(signal.SIGTERM)

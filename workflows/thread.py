@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
     from activities.reminders import ReminderNotice, Reminders
-    from workflows import search_attributes
+    from workflows import metrics, search_attributes
     from workflows.agents import AGENTS
     from workflows.details import current_details
     from workflows.errors import ErrorCode, rejection
@@ -348,6 +348,7 @@ class ThreadWorkflow:
         self._thread.asked.extend(interrupts)
         for interrupt in interrupts:
             self._watch_expiry(interrupt)
+            metrics.interrupt_opened(self._thread.agent, interrupt)
         if reminders and workflow.patched(REMINDERS_PATCH):
             self._thread.reminders.extend(reminders)
             for reminder in reminders:
@@ -404,6 +405,7 @@ class ThreadWorkflow:
     ) -> None:
         thread = self._thread
         thread.answers[interrupt.id] = answer
+        metrics.interrupt_closed(thread.agent, interrupt, answer.status)
         # Its reminders are moot now (their tasks see that and end).
         thread.reminders = [r for r in thread.reminders if r.interrupt_id != interrupt.id]
         thread.applied[interrupt.id] = AppliedAnswer(

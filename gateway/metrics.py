@@ -1,0 +1,131 @@
+"""The gateway's Prometheus metrics, and ``GET /metrics``, which adds the Temporal SDK's.
+
+The gateway counts what passes through it: requests, how long streams stay open, how
+runs end and the codes of the errors it sends. Interrupts are counted by the thread
+workflow, where they open, close and expire (``workflows/metrics.py``), and exported by
+the worker's runtime.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import Any, TypeVar
+
+import httpx
+from ag_ui.core import BaseEvent, RunErrorEvent, RunFinishedEvent
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from temporalio.runtime import Runtime
+
+from settings import prometheus_runtime
+
+T = TypeVar("T")
+
+STREAM_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
+"""Seconds: a short run streams for tens of milliseconds, an attached client for minutes."""
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class GatewayMetrics:
+    """One gateway's metrics, in a registry of their own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.sdk_url: str | None = None
+        """Where the gateway's Temporal runtime serves the SDK's metrics, if it does."""
+        self.requests = Counter(
+            "agui_gateway_requests",
+            "HTTP requests answered, by route template and status",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.stream_seconds = Histogram(
+            "agui_gateway_stream_seconds",
+            "How long SSE streams stay open",
+            ["route"],
+            buckets=STREAM_BUCKETS,
+            registry=self.registry,
+        )
+        self.runs = Counter(
+            "agui_gateway_runs",
+            "Runs streamed to clients, by how they ended: success, interrupt or error",
+            ["agent", "outcome"],
+            registry=self.registry,
+        )
+        self.run_errors = Counter(
+            "agui_gateway_run_errors",
+            "RUN_ERROR events sent, by code (resume rejections among them)",
+            ["code"],
+            registry=self.registry,
+        )
+
+    async def count_run(
+        self, agent: str, events: AsyncIterator[tuple[T, BaseEvent]]
+    ) -> AsyncIterator[tuple[T, BaseEvent]]:
+        """``events`` unchanged, counting how the run ends."""
+        async for item in events:
+            event = item[1]
+            if isinstance(event, RunFinishedEvent):
+                outcome = event.outcome.type if event.outcome else "success"
+                self.runs.labels(agent, outcome).inc()
+            elif isinstance(event, RunErrorEvent):
+                self.runs.labels(agent, "error").inc()
+                self.run_errors.labels(event.code or "UNCODED").inc()
+            yield item
+
+    async def time_stream(self, route: str, items: AsyncIterator[T]) -> AsyncIterator[T]:
+        """``items`` unchanged, timing the stream from its first to its last."""
+        started = time.monotonic()
+        try:
+            async for item in items:
+                yield item
+        finally:
+            self.stream_seconds.labels(route).observe(time.monotonic() - started)
+
+    async def exposition(self) -> bytes:
+        """The gateway's metrics, then its Temporal client's, in Prometheus text format."""
+        text = generate_latest(self.registry)
+        if self.sdk_url is not None:
+            async with httpx.AsyncClient(timeout=2) as http:
+                text += (await http.get(self.sdk_url)).content
+        return text
+
+    def sdk_runtime(self) -> Runtime:
+        """A Temporal runtime for the gateway's own client, whose SDK metrics
+        :meth:`exposition` then includes (served on a free loopback port)."""
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            address = f"127.0.0.1:{sock.getsockname()[1]}"
+        self.sdk_url = f"http://{address}/metrics"
+        return prometheus_runtime(address)
+
+
+class RequestCounter:
+    """ASGI middleware counting every answered request by its route template (not its
+    path, which would make a series per thread). Pure ASGI, so streams pass untouched."""
+
+    def __init__(self, app: ASGIApp, metrics: GatewayMetrics) -> None:
+        self._app = app
+        self._metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def counting_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                route = scope.get("route")
+                template = getattr(route, "path", "unmatched")
+                self._metrics.requests.labels(
+                    scope["method"], template, str(message["status"])
+                ).inc()
+            await send(message)
+
+        await self._app(scope, receive, counting_send)
