@@ -15,7 +15,7 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /src
-COPY pyproject.toml README.md settings.py worker.py ./
+COPY pyproject.toml README.md settings.py worker.py logs.py ./
 COPY workflows ./workflows
 COPY activities ./activities
 COPY gateway ./gateway
@@ -40,6 +40,7 @@ WORKDIR /app
 COPY worker.py ./
 
 USER 10001:10001
-EXPOSE 8000
+# 8000: the gateway; 9464: the worker's metrics (AGUI_METRICS_BIND_ADDRESS in the compose file).
+EXPOSE 8000 9464
 STOPSIGNAL SIGTERM
 CMD ["python", "worker.py"]

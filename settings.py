@@ -9,14 +9,23 @@ is an ``AGUI_*`` variable declared on :class:`Settings`.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.runtime import (
+    LogForwardingConfig,
+    LoggingConfig,
+    PrometheusConfig,
+    Runtime,
+    TelemetryConfig,
+    TelemetryFilter,
+)
 
+from logs import LogFormat
 from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS
 
 DEFAULT_TEMPORAL_ADDRESS = "localhost:7233"
@@ -44,6 +53,8 @@ class Settings(BaseSettings):
     none are."""
     demo_mail_url: str | None = None
     """Where the demo agent's ``send_email`` posts emails (JSON); unset, sending is simulated."""
+    log_format: LogFormat = "text"
+    """``json`` for one JSON object per line, with thread and run ids (``logs.py``)."""
     metrics_bind_address: str | None = None
     """Worker: ``host:port`` where it serves Prometheus metrics (the Temporal SDK's and
     the workflows' own, e.g. ``agui_interrupts_opened_total``); unset, none. The gateway
@@ -59,14 +70,30 @@ def temporal_connect_config() -> dict[str, Any]:
     return config
 
 
-def prometheus_runtime(bind_address: str) -> Runtime:
-    """A Temporal runtime that serves its metrics at ``http://<bind_address>/metrics``:
-    the SDK's (``temporal_*``) and those workflows emit through their metric meter."""
+def telemetry_runtime(metrics_bind_address: str | None) -> Runtime:
+    """A Temporal runtime for a process of the engine.
+
+    The SDK core's own log lines go through Python logging (logger ``temporalio.core``),
+    so they come out in the process's log format. With ``metrics_bind_address`` it serves
+    Prometheus metrics at ``http://<address>/metrics``: the SDK's (``temporal_*``) and
+    those workflows emit through their metric meter.
+    """
+    metrics = (
+        PrometheusConfig(
+            bind_address=metrics_bind_address,
+            counters_total_suffix=True,
+            durations_as_seconds=True,
+        )
+        if metrics_bind_address
+        else None
+    )
     return Runtime(
         telemetry=TelemetryConfig(
-            metrics=PrometheusConfig(
-                bind_address=bind_address, counters_total_suffix=True, durations_as_seconds=True
-            )
+            logging=LoggingConfig(
+                filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
+                forwarding=LogForwardingConfig(logger=logging.getLogger("temporalio.core")),
+            ),
+            metrics=metrics,
         )
     )
 

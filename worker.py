@@ -24,10 +24,11 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 from temporalio.worker import Worker
 
+import logs
 from activities.email import Mailer
 from activities.model import generate_reply
 from activities.reminders import Reminders
-from settings import Settings, connect, prometheus_runtime
+from settings import Settings, connect, telemetry_runtime
 from workflows import search_attributes
 from workflows.thread import ThreadWorkflow
 
@@ -88,10 +89,9 @@ def build_worker(client: Client, settings: Settings) -> Worker:
 
 async def main() -> None:
     """Run the worker until SIGINT/SIGTERM, then shut down gracefully."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = Settings()
-    address = settings.metrics_bind_address
-    client = await connect(runtime=prometheus_runtime(address) if address else None)
+    logs.configure(settings.log_format)
+    client = await connect(runtime=telemetry_runtime(settings.metrics_bind_address))
     await ensure_search_attributes(client)
     worker = build_worker(client, settings)
     stop = asyncio.Event()

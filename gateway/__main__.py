@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import uvicorn
 
+import logs
 from gateway.app import create_app
 from settings import Settings
 
 if __name__ == "__main__":
     settings = Settings()
-    uvicorn.run(create_app(settings), host=settings.gateway_host, port=settings.gateway_port)
+    logs.configure(settings.log_format)
+    # log_config=None: uvicorn's loggers go through the format configured above.
+    uvicorn.run(
+        create_app(settings),
+        host=settings.gateway_host,
+        port=settings.gateway_port,
+        log_config=None,
+    )

@@ -232,7 +232,7 @@ def _add_routes(app: FastAPI) -> None:
             stream = await start_run(client, settings, agent.name, run_input)
         except TEMPORAL_ERRORS as err:
             raise temporal_unavailable(err) from err
-        events = metrics.count_run(agent.name, _guarded(run_input, stream))
+        events = metrics.observe_run(agent.name, run_input, _guarded(run_input, stream))
         return _sse(metrics.time_stream("/agents/{agent_id}", events), compat)
 
     @app.get("/agents")

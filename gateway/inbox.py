@@ -23,10 +23,9 @@ from datetime import datetime
 from ag_ui.core import Interrupt
 from temporalio.client import Client, WorkflowExecution
 
-from gateway.streaming import THREAD_WORKFLOW_PREFIX
 from workflows import search_attributes
 from workflows.interrupts import parse_expiry
-from workflows.models import Model, ThreadStatus
+from workflows.models import THREAD_WORKFLOW_PREFIX, Model, ThreadStatus
 from workflows.thread import INTERRUPTS_MEMO, ThreadWorkflow
 
 FILTER_VALUE = re.compile(r"^[\w:.\-]+$")

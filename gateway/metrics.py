@@ -1,4 +1,5 @@
-"""The gateway's Prometheus metrics, and ``GET /metrics``, which adds the Temporal SDK's.
+"""What the gateway observes: its Prometheus metrics (``GET /metrics`` adds the Temporal
+SDK's) and the log line of each run it streams.
 
 The gateway counts what passes through it: requests, how long streams stay open, how
 runs end and the codes of the errors it sends. Interrupts are counted by the thread
@@ -8,19 +9,21 @@ the worker's runtime.
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, TypeVar
 
 import httpx
-from ag_ui.core import BaseEvent, RunErrorEvent, RunFinishedEvent
+from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from temporalio.runtime import Runtime
 
-from settings import prometheus_runtime
+from settings import telemetry_runtime
 
 T = TypeVar("T")
+log = logging.getLogger("agui.gateway")
 
 STREAM_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
 """Seconds: a short run streams for tens of milliseconds, an attached client for minutes."""
@@ -65,19 +68,37 @@ class GatewayMetrics:
             registry=self.registry,
         )
 
-    async def count_run(
-        self, agent: str, events: AsyncIterator[tuple[T, BaseEvent]]
+    async def observe_run(
+        self, agent: str, run_input: RunAgentInput, events: AsyncIterator[tuple[T, BaseEvent]]
     ) -> AsyncIterator[tuple[T, BaseEvent]]:
-        """``events`` unchanged, counting how the run ends."""
+        """``events`` unchanged; counts and logs how the run ends."""
         async for item in events:
             event = item[1]
-            if isinstance(event, RunFinishedEvent):
-                outcome = event.outcome.type if event.outcome else "success"
-                self.runs.labels(agent, outcome).inc()
-            elif isinstance(event, RunErrorEvent):
-                self.runs.labels(agent, "error").inc()
-                self.run_errors.labels(event.code or "UNCODED").inc()
+            if isinstance(event, RunFinishedEvent | RunErrorEvent):
+                self._run_ended(agent, run_input, event)
             yield item
+
+    def _run_ended(
+        self, agent: str, run_input: RunAgentInput, event: RunFinishedEvent | RunErrorEvent
+    ) -> None:
+        code = None
+        outcome: str
+        if isinstance(event, RunErrorEvent):
+            outcome, code = "error", event.code or "UNCODED"
+            self.run_errors.labels(code).inc()
+        else:
+            outcome = event.outcome.type if event.outcome else "success"
+        self.runs.labels(agent, outcome).inc()
+        log.info(
+            "run streamed",
+            extra={
+                "thread_id": run_input.thread_id,
+                "run_id": run_input.run_id,
+                "agent": agent,
+                "outcome": outcome,
+                "code": code,
+            },
+        )
 
     async def time_stream(self, route: str, items: AsyncIterator[T]) -> AsyncIterator[T]:
         """``items`` unchanged, timing the stream from its first to its last."""
@@ -103,7 +124,7 @@ class GatewayMetrics:
             sock.bind(("127.0.0.1", 0))
             address = f"127.0.0.1:{sock.getsockname()[1]}"
         self.sdk_url = f"http://{address}/metrics"
-        return prometheus_runtime(address)
+        return telemetry_runtime(address)
 
 
 class RequestCounter:

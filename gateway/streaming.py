@@ -36,6 +36,7 @@ from temporalio.common import (
 from settings import Settings
 from workflows import search_attributes
 from workflows.models import (
+    THREAD_WORKFLOW_PREFIX,
     EventsQuery,
     RunRecord,
     RunReply,
@@ -44,8 +45,6 @@ from workflows.models import (
     ThreadStart,
 )
 from workflows.thread import ThreadWorkflow
-
-THREAD_WORKFLOW_PREFIX = "agui-thread-"
 
 
 def workflow_id_for(thread_id: str) -> str:

@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from settings import prometheus_runtime
+from settings import telemetry_runtime
 from tests.helpers import Stack, eventually, free_port, new_thread, post_run, run_input, serve_stack
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -69,7 +69,7 @@ async def test_the_workflows_count_interrupts_opened_resolved_cancelled_and_expi
         client.service_client.config.target_host,
         namespace=client.namespace,
         data_converter=pydantic_data_converter,
-        runtime=prometheus_runtime(f"127.0.0.1:{port}"),
+        runtime=telemetry_runtime(f"127.0.0.1:{port}"),
     )
     url = f"http://127.0.0.1:{port}/metrics"
     async with serve_stack(metered) as stack, httpx.AsyncClient() as scraper:

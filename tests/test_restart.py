@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -101,10 +102,12 @@ async def test_worker_and_gateway_processes_serve_runs_and_stop_cleanly_on_sigte
         "AGUI_TASK_QUEUE": f"tq-{uuid.uuid4()}",
         "AGUI_GATEWAY_PORT": str(gateway_port),
         "AGUI_METRICS_BIND_ADDRESS": worker_metrics,
+        "AGUI_LOG_FORMAT": "json",
     }
+    thread_id = f"t-{uuid.uuid4()}"
     processes = [
-        subprocess.Popen([sys.executable, "worker.py"], cwd=ROOT, env=env),
-        subprocess.Popen([sys.executable, "-m", "gateway"], cwd=ROOT, env=env),
+        subprocess.Popen(argv, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+        for argv in ([sys.executable, "worker.py"], [sys.executable, "-m", "gateway"])
     ]
     try:
         async with httpx.AsyncClient(
@@ -118,7 +121,7 @@ async def test_worker_and_gateway_processes_serve_runs_and_stop_cleanly_on_sigte
                     return False
 
             await eventually(healthy, timeout=30, what="the gateway process")
-            events = await post_run(http, "demo", run_input(f"t-{uuid.uuid4()}", "r1", "hi"))
+            events = await post_run(http, "demo", run_input(thread_id, "r1", "hi"))
             assert events[-1]["outcome"] == {"type": "success"}
             # Each process serves Prometheus metrics: the gateway its own and its
             # client's, the worker the SDK's and the workflows'.
@@ -130,9 +133,28 @@ async def test_worker_and_gateway_processes_serve_runs_and_stop_cleanly_on_sigte
     finally:
         for process in processes:
             process.send_signal(signal.SIGTERM)
-        codes = await asyncio.gather(*(asyncio.to_thread(p.wait, 30) for p in processes))
+        logs = await asyncio.gather(
+            *(asyncio.to_thread(p.communicate, timeout=30) for p in processes)
+        )
     # uvicorn shuts down gracefully, then re-raises the signal it caught.
-    assert codes == [0, -signal.SIGTERM]
+    assert [p.returncode for p in processes] == [0, -signal.SIGTERM]
+
+    # Both log one JSON object per line, tagged with the thread and the run.
+    worker_log, gateway_log = ([json.loads(line) for line in err.splitlines()] for _, err in logs)
+    started = [r for r in worker_log if r["message"].startswith("run started")]
+    assert [(r["threadId"], r["runId"]) for r in started] == [(thread_id, "r1")]
+    assert started[0]["temporal"]["workflow_type"] == "ThreadWorkflow"
+    (streamed,) = [r for r in gateway_log if r["message"] == "run streamed"]
+    assert streamed | {"time": None} == {
+        "time": None,
+        "level": "INFO",
+        "logger": "agui.gateway",
+        "message": "run streamed",
+        "threadId": thread_id,
+        "runId": "r1",
+        "agent": "demo",
+        "outcome": "success",
+    }
 
 
 async def test_a_pending_interrupt_survives_a_restart_of_everything(tmp_path: Path) -> None:

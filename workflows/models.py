@@ -13,6 +13,9 @@ from ag_ui.core import Event, Interrupt, Message, ResumeEntry, RunAgentInput
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+THREAD_WORKFLOW_PREFIX = "agui-thread-"
+"""The workflow holding AG-UI thread ``t`` has the id ``agui-thread-t``."""
+
 
 class Model(BaseModel):
     """Base for the engine's own models: camelCase on the wire, like AG-UI's."""

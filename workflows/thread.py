@@ -558,6 +558,7 @@ class ThreadWorkflow:
         self._runs[key] = run
         self._runs_here += 1
         self._run = run
+        workflow.logger.info("run started", extra={"run_id": run_id})
         self._emit(
             RunStartedEvent(
                 thread_id=self._thread.thread_id,
@@ -570,6 +571,7 @@ class ThreadWorkflow:
         return run
 
     def _close_run(self, run: RunRecord, status: RunStatus) -> None:
+        workflow.logger.info("run ended", extra={"run_id": run.run_id, "outcome": status})
         run.status = status
         run.finished_at = workflow.now()
         self._run = None
