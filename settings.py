@@ -25,6 +25,7 @@ from temporalio.runtime import (
     TelemetryFilter,
 )
 
+import tracing
 from logs import LogFormat
 from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS
 
@@ -109,6 +110,7 @@ async def connect(*, lazy: bool = False, runtime: Runtime | None = None) -> Clie
     return await Client.connect(
         **temporal_connect_config(),
         data_converter=pydantic_data_converter,
+        plugins=[tracing.plugin()] if tracing.enabled() else [],
         lazy=lazy,
         runtime=runtime,
     )

@@ -25,6 +25,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.worker import Worker
 
 import logs
+import tracing
 from activities.email import Mailer
 from activities.model import generate_reply
 from activities.reminders import Reminders
@@ -91,6 +92,7 @@ async def main() -> None:
     """Run the worker until SIGINT/SIGTERM, then shut down gracefully."""
     settings = Settings()
     logs.configure(settings.log_format)
+    tracing.configure("agui-worker")
     client = await connect(runtime=telemetry_runtime(settings.metrics_bind_address))
     await ensure_search_attributes(client)
     worker = build_worker(client, settings)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import uvicorn
 
 import logs
+import tracing
 from gateway.app import create_app
 from settings import Settings
 
 if __name__ == "__main__":
     settings = Settings()
     logs.configure(settings.log_format)
+    tracing.configure("agui-gateway")
     # log_config=None: uvicorn's loggers go through the format configured above.
     uvicorn.run(
         create_app(settings),

@@ -18,6 +18,7 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from opentelemetry import trace
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import ValidationError
 from temporalio.client import Client
@@ -41,6 +42,8 @@ from workflows.agents import AGENTS
 from workflows.models import ThreadStatus
 from workflows.runtime import Agent
 from workflows.thread import ThreadWorkflow
+
+tracer = trace.get_tracer("agui.gateway")
 
 
 def create_app(settings: Settings | None = None, client: Client | None = None) -> FastAPI:
@@ -228,10 +231,17 @@ def _add_routes(app: FastAPI) -> None:
 
         ``?compat=draft`` adds the earlier interrupt draft's ``RUN_FINISHED`` shape.
         """
-        try:
-            stream = await start_run(client, settings, agent.name, run_input)
-        except TEMPORAL_ERRORS as err:
-            raise temporal_unavailable(err) from err
+        attributes = {
+            "agui.agent": agent.name,
+            "agui.thread_id": run_input.thread_id,
+            "agui.run_id": run_input.run_id,
+        }
+        # The trace's root: Temporal's interceptor continues it into the workflow.
+        with tracer.start_as_current_span("AG-UI run", attributes=attributes):
+            try:
+                stream = await start_run(client, settings, agent.name, run_input)
+            except TEMPORAL_ERRORS as err:
+                raise temporal_unavailable(err) from err
         events = metrics.observe_run(agent.name, run_input, _guarded(run_input, stream))
         return _sse(metrics.time_stream("/agents/{agent_id}", events), compat)
 
