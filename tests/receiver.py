@@ -1,4 +1,5 @@
-"""A real HTTP endpoint for what the engine posts out: reminders, the demo's emails."""
+"""A real HTTP endpoint for what the engine posts out: reminders, the demo's emails,
+OTLP traces."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class Delivery:
     path: str
     idempotency_key: str | None
     body: Any
+    """Decoded JSON, or the raw bytes of any other content type (OTLP's protobuf)."""
 
 
 class Receiver:
@@ -40,9 +42,13 @@ class Receiver:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
 
     @property
-    def url(self) -> str:
+    def base_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/hook"
+        return f"http://{host!s}:{port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/hook"
 
     def fail_next(self, count: int) -> None:
         """Answer the next ``count`` requests with 503 (after recording them)."""
@@ -84,8 +90,9 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length))
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                is_json = "json" in self.headers.get("Content-Type", "")
+                body = json.loads(raw) if is_json else raw
                 receiver.deliveries.append(
                     Delivery(self.path, self.headers.get(IDEMPOTENCY_HEADER), body)
                 )

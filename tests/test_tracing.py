@@ -1,4 +1,5 @@
-"""One trace per AG-UI run: the gateway's span, the update, the workflow, its activities."""
+"""One trace per AG-UI run: the gateway's span, the update, the workflow, its activities,
+in one process and exported over OTLP from real worker and gateway processes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -14,7 +16,9 @@ from temporalio.contrib.opentelemetry import create_tracer_provider
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 import tracing
-from tests.helpers import new_thread, post_run, run_input, serve_stack
+from tests.helpers import eventually, new_thread, post_run, run_input, serve_stack
+from tests.processes import engine
+from tests.receiver import Receiver
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +81,47 @@ async def test_a_run_is_one_trace_from_gateway_to_activity(
         "agui.thread_id": thread_id,
         "agui.run_id": "r2",
     }
+
+
+def _exported_spans(receiver: Receiver) -> list[tuple[str, str, bytes]]:
+    """``(service, span name, trace id)`` of every span posted to the OTLP receiver."""
+    spans = []
+    for delivery in receiver.deliveries:
+        if delivery.path != "/v1/traces":
+            continue
+        request = ExportTraceServiceRequest.FromString(delivery.body)
+        for resource_spans in request.resource_spans:
+            service = next(
+                a.value.string_value
+                for a in resource_spans.resource.attributes
+                if a.key == "service.name"
+            )
+            for scope_spans in resource_spans.scope_spans:
+                spans += [(service, span.name, span.trace_id) for span in scope_spans.spans]
+    return spans
+
+
+async def test_worker_and_gateway_processes_export_each_run_as_one_trace(
+    client: Client, receiver: Receiver
+) -> None:
+    otlp = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.base_url, "OTEL_BSP_SCHEDULE_DELAY": "100"}
+    async with engine(client.service_client.config.target_host, **otlp) as stack:
+        stack.start_worker()
+        gateway = await stack.start_gateway()
+        thread_id = new_thread()
+        events = await post_run(gateway.http, "demo", run_input(thread_id, "r1", "hello"))
+        assert events[-1]["outcome"] == {"type": "success"}
+
+        wanted = {
+            ("agui-gateway", "AG-UI run"),
+            ("agui-worker", "HandleUpdate:run_agent"),
+            ("agui-worker", "RunActivity:generate_reply"),
+        }
+
+        async def one_trace() -> bool:
+            by_trace: dict[bytes, set[tuple[str, str]]] = {}
+            for service, name, trace_id in _exported_spans(receiver):
+                by_trace.setdefault(trace_id, set()).add((service, name))
+            return any(wanted <= names for names in by_trace.values())
+
+        await eventually(one_trace, what="the run's spans from both processes in one trace")
