@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
@@ -210,6 +210,17 @@ def _visibility_query(
         raise ApiError(422, GatewayErrorCode.INVALID_FILTER, str(err)) from err
 
 
+@contextmanager
+def _listing_errors() -> Iterator[None]:
+    """A listing's failures as HTTP errors: a bad cursor is 422, Temporal down 503."""
+    try:
+        yield
+    except InvalidCursor as err:
+        raise ApiError(422, GatewayErrorCode.INVALID_CURSOR, str(err)) from err
+    except TEMPORAL_ERRORS as err:
+        raise temporal_unavailable(err) from err
+
+
 def _thread_error(thread_id: str, err: Exception) -> ApiError:
     """A failed read of a thread: 404 when it does not exist, else Temporal is unavailable."""
     if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
@@ -276,12 +287,8 @@ def _add_routes(app: FastAPI) -> None:
     ) -> JSONResponse:
         """Threads served by this gateway's task queue, with their status."""
         query = _visibility_query(settings, agent=agent, status=status)
-        try:
+        with _listing_errors():
             page = await list_threads(client, query, page_size, page_token)
-        except InvalidCursor as err:
-            raise ApiError(422, GatewayErrorCode.INVALID_CURSOR, str(err)) from err
-        except TEMPORAL_ERRORS as err:
-            raise temporal_unavailable(err) from err
         return JSONResponse(page.model_dump(mode="json", by_alias=True))
 
     @app.get("/interrupts")
@@ -295,12 +302,8 @@ def _add_routes(app: FastAPI) -> None:
     ) -> JSONResponse:
         """Open interrupts across threads, soonest deadline first: an approval inbox."""
         query = _visibility_query(settings, agent=agent, status="waiting", reason=reason)
-        try:
+        with _listing_errors():
             page = await list_interrupts(client, query, reason, limit, cursor)
-        except InvalidCursor as err:
-            raise ApiError(422, GatewayErrorCode.INVALID_CURSOR, str(err)) from err
-        except TEMPORAL_ERRORS as err:
-            raise temporal_unavailable(err) from err
         return JSONResponse(page.model_dump(mode="json", by_alias=True, exclude_none=True))
 
     @app.get("/threads/{thread_id}")

@@ -105,6 +105,21 @@ async def eventually(
         await asyncio.sleep(0.02)
 
 
+async def wait_until_healthy(
+    http: httpx.AsyncClient, *, timeout: float = 30.0, what: str = "the gateway"
+) -> None:
+    """Wait until the gateway behind ``http`` answers ``/healthz`` with 200; it may not
+    be listening yet, or not see Temporal yet."""
+
+    async def healthy() -> bool:
+        try:
+            return (await http.get("/healthz")).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    await eventually(healthy, timeout=timeout, what=what)
+
+
 @dataclass
 class Stack:
     """A worker and a gateway on one task queue, and an HTTP client for the gateway."""

@@ -22,7 +22,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
-from tests.helpers import TEMPORAL_CLI, eventually, free_port
+from tests.helpers import TEMPORAL_CLI, eventually, free_port, wait_until_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,13 +87,7 @@ class Engine:
         http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60)
         self.clients.append(http)
 
-        async def healthy() -> bool:
-            try:
-                return (await http.get("/healthz")).status_code == 200
-            except httpx.TransportError:
-                return False
-
-        await eventually(healthy, timeout=30, what="the gateway process")
+        await wait_until_healthy(http, what="the gateway process")
         return Gateway(process, http)
 
     async def close(self) -> None:

@@ -4,7 +4,8 @@
 code, so a change that would break threads paused under the recorded code fails the
 build. Record again (``make histories``) only for a change that is meant to be
 incompatible and is guarded by ``workflow.patched`` or a new workflow version, and keep
-the old files (``docs/operations.md``).
+the old files: move them into a subfolder first (``v1/``, ...), which the replay test
+reads too (``docs/operations.md``).
 
 Each scenario runs through the real gateway on a fresh dev server; the file is named
 ``<scenario>.<n>.json``, one per workflow run of the thread.
@@ -103,6 +104,17 @@ async def form_answered(stack: Stack, thread_id: str) -> None:
     )
 
 
+async def operator_resumed(stack: Stack, thread_id: str) -> None:
+    """An approval an operator gives with ``operator_resume``, and one rejected signal."""
+    (approval,) = await _interrupts(stack, thread_id, "mail ann@example.com")
+    assert stack.client is not None
+    handle = stack.client.get_workflow_handle(workflow_id_for(thread_id))
+    entry = {"interruptId": approval["id"], "status": "resolved", "payload": {"approved": 1}}
+    await handle.signal("operator_resume", {"resume": [entry], "operator": "eve"})
+    entry["payload"] = {"approved": True}
+    await handle.execute_update("operator_resume", {"resume": [entry], "operator": "bob"})
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -111,6 +123,7 @@ SCENARIOS: dict[str, Scenario] = {
         denied_cancelled_released,
         form_expired,
         form_answered,
+        operator_resumed,
     )
 }
 """Scenarios on threads that continue as new only at the default bound."""

@@ -32,6 +32,7 @@ from tests.helpers import (
     run_input,
     sse_messages,
     thread_log,
+    wait_until_healthy,
 )
 from tests.processes import ROOT, DevServer, Gateway, engine
 from tests.receiver import Receiver
@@ -55,6 +56,15 @@ def _approve_all(thread_id: str, interrupts: list[dict[str, Any]]) -> dict[str, 
         for interrupt in interrupts
     ]
     return {"threadId": thread_id, "runId": "r2", "messages": [], "resume": entries}
+
+
+async def _ask_approval_and_form(gateway: Gateway) -> tuple[str, list[dict[str, Any]]]:
+    """A new thread waiting on an email approval and a three-day form; its interrupts."""
+    thread_id = new_thread()
+    body = run_input(thread_id, "r1", "mail ann@example.com, quarterly")
+    events = await post_run(gateway.http, "demo", body)
+    interrupts: list[dict[str, Any]] = events[-1]["outcome"]["interrupts"]
+    return thread_id, interrupts
 
 
 async def _thread(gateway: Gateway, thread_id: str) -> dict[str, Any]:
@@ -84,11 +94,7 @@ async def test_a_worker_killed_while_waiting_and_mid_resume(
     async with engine(_address(client), AGUI_DEMO_MAIL_URL=receiver.url) as stack:
         worker = stack.start_worker()
         gateway = await stack.start_gateway()
-        thread_id = new_thread()
-        events = await post_run(
-            gateway.http, "demo", run_input(thread_id, "r1", "mail ann@example.com, quarterly")
-        )
-        interrupts = events[-1]["outcome"]["interrupts"]
+        thread_id, interrupts = await _ask_approval_and_form(gateway)
 
         # Killed with the interrupts pending: another worker finds them as they were.
         await worker.kill()
@@ -162,21 +168,14 @@ async def test_the_temporal_server_killed_with_interrupts_pending(
     async with engine(server.address, AGUI_DEMO_MAIL_URL=receiver.url) as stack:
         worker = stack.start_worker()
         gateway = await stack.start_gateway()
-        thread_id = new_thread()
-        events = await post_run(
-            gateway.http, "demo", run_input(thread_id, "r1", "mail ann@example.com, quarterly")
-        )
-        interrupts = events[-1]["outcome"]["interrupts"]
+        thread_id, interrupts = await _ask_approval_and_form(gateway)
 
         await server.kill()
         assert (await gateway.http.get("/healthz")).status_code == 503
         await server.start()
 
         # The same worker and gateway processes carry on against the restarted server.
-        async def healthy() -> bool:
-            return (await gateway.http.get("/healthz")).status_code == 200
-
-        await eventually(healthy, timeout=30, what="the gateway to see Temporal again")
+        await wait_until_healthy(gateway.http, what="the gateway to see Temporal again")
         assert (await _thread(gateway, thread_id))["interrupts"] == interrupts
         events = await post_run(gateway.http, "demo", _approve_all(thread_id, interrupts))
         assert events[-1]["outcome"] == {"type": "success"}
@@ -284,14 +283,7 @@ async def test_make_run_restarts_a_killed_worker_and_gateway(client: Client) -> 
     launcher = subprocess.Popen([sys.executable, "scripts/run.py"], cwd=ROOT, env=env)
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
-
-            async def healthy() -> bool:
-                try:
-                    return (await http.get("/healthz")).status_code == 200
-                except httpx.TransportError:
-                    return False
-
-            await eventually(healthy, timeout=60, what="make run's gateway")
+            await wait_until_healthy(http, timeout=60, what="make run's gateway")
             thread_id = new_thread()
             events = await post_run(http, "demo", run_input(thread_id, "r1", "mail a@example.com"))
             interrupts = events[-1]["outcome"]["interrupts"]
@@ -308,7 +300,7 @@ async def test_make_run_restarts_a_killed_worker_and_gateway(client: Client) -> 
                 )
 
             await eventually(replaced, timeout=30, what="both processes to be restarted")
-            await eventually(healthy, timeout=60, what="the restarted gateway")
+            await wait_until_healthy(http, timeout=60, what="the restarted gateway")
             events = await post_run(http, "demo", _approve_all(thread_id, interrupts))
             assert events[-1]["outcome"] == {"type": "success"}
     finally:

@@ -229,6 +229,23 @@ async def _cli(client: Client, *args: str) -> str:
     return out.decode()
 
 
+async def _operator_resume_cli(
+    client: Client, command: str, workflow_id: str, request: dict[str, Any]
+) -> str:
+    """``temporal workflow <command> --workflow-id ... --name operator_resume --input ...``"""
+    return await _cli(
+        client,
+        "workflow",
+        *command.split(),
+        "--workflow-id",
+        workflow_id,
+        "--name",
+        OPERATOR_RESUME,
+        "--input",
+        json.dumps(request),
+    )
+
+
 async def test_an_operator_resumes_by_cli_signal_or_update_with_an_audit_trail(
     client: Client, stack: Stack
 ) -> None:
@@ -237,17 +254,7 @@ async def test_an_operator_resumes_by_cli_signal_or_update_with_an_audit_trail(
 
     # A bad signal cannot answer: it is audited as rejected and changes nothing.
     bad = {"resume": [_approve(approval, "yes")], "operator": "bob"}
-    await _cli(
-        client,
-        "workflow",
-        "signal",
-        "--workflow-id",
-        workflow_id,
-        "--name",
-        OPERATOR_RESUME,
-        "--input",
-        json.dumps(bad),
-    )
+    await _operator_resume_cli(client, "signal", workflow_id, bad)
 
     async def audited(count: int) -> bool:
         return len((await _thread(stack, thread_id))["audit"]) == count
@@ -263,36 +270,13 @@ async def test_an_operator_resumes_by_cli_signal_or_update_with_an_audit_trail(
     )
 
     good = {"resume": [_approve(approval)], "operator": "bob"}
-    await _cli(
-        client,
-        "workflow",
-        "signal",
-        "--workflow-id",
-        workflow_id,
-        "--name",
-        OPERATOR_RESUME,
-        "--input",
-        json.dumps(good),
-    )
+    await _operator_resume_cli(client, "signal", workflow_id, good)
     await eventually(lambda: audited(2), what="the applied signal in the audit trail")
     thread = await _thread(stack, thread_id)
     assert thread["interrupts"] == [] and len(thread["state"]["outbox"]) == 1
     assert thread["audit"][1]["outcome"] == "applied"
 
     # The update form answers on the terminal; here a repeat, so nothing runs again.
-    out = await _cli(
-        client,
-        "workflow",
-        "update",
-        "execute",
-        "--workflow-id",
-        workflow_id,
-        "--name",
-        OPERATOR_RESUME,
-        "--input",
-        json.dumps(good),
-        "-o",
-        "json",
-    )
+    out = await _operator_resume_cli(client, "update execute -o json", workflow_id, good)
     assert json.loads(out)["result"]["outcome"] == "repeated"
     assert len((await _thread(stack, thread_id))["state"]["outbox"]) == 1

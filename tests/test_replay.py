@@ -19,17 +19,21 @@ from temporalio.worker import Replayer
 from tests.record_histories import CONTINUED, HISTORIES, SCENARIOS
 from worker import WORKFLOWS
 
-RECORDED = sorted(HISTORIES.glob("*.json"))
+RECORDED = sorted(HISTORIES.rglob("*.json"))
+"""The current recordings, and in subfolders those of earlier code (``v1/``: before the
+``interrupt-reminders``, ``one-timer-per-deadline`` and ``operator-view`` patches)."""
 
 
 def test_every_scenario_has_recorded_histories() -> None:
-    recorded = {path.name.split(".")[0] for path in RECORDED}
+    recorded = {path.name.split(".")[0] for path in HISTORIES.glob("*.json")}
     assert recorded == set(SCENARIOS) | set(CONTINUED)
-    continued = [path for path in RECORDED if path.name.startswith("continued_while_waiting.")]
+    continued = list(HISTORIES.glob("continued_while_waiting.*.json"))
     assert len(continued) >= 2, "that thread must have continued as new"
 
 
-@pytest.mark.parametrize("path", RECORDED, ids=lambda path: path.stem)
+@pytest.mark.parametrize(
+    "path", RECORDED, ids=lambda path: str(path.relative_to(HISTORIES).with_suffix(""))
+)
 async def test_a_recorded_thread_replays_under_the_current_code(path: Path) -> None:
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     # The replayer waits forever on a history without a workflow task to replay.

@@ -21,6 +21,7 @@ from tests.helpers import (
     run_input,
     serve_stack,
     start_dev_server,
+    wait_until_healthy,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,14 +114,7 @@ async def test_worker_and_gateway_processes_serve_runs_and_stop_cleanly_on_sigte
         async with httpx.AsyncClient(
             base_url=f"http://127.0.0.1:{gateway_port}", timeout=30
         ) as http:
-
-            async def healthy() -> bool:
-                try:
-                    return (await http.get("/healthz")).status_code == 200
-                except httpx.TransportError:
-                    return False
-
-            await eventually(healthy, timeout=30, what="the gateway process")
+            await wait_until_healthy(http, what="the gateway process")
             events = await post_run(http, "demo", run_input(thread_id, "r1", "hi"))
             assert events[-1]["outcome"] == {"type": "success"}
             # Each process serves Prometheus metrics: the gateway its own and its

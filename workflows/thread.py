@@ -109,6 +109,8 @@ class ThreadWorkflow:
         """The agent's work in the run in progress; it never outlives the run."""
         self._runs_here = 0
         """Runs this workflow run has opened, for the continue-as-new bound."""
+        self._published: list[Interrupt] = []
+        """The open interrupts as last written to the memo (none yet in this run)."""
         self._timed: set[str] = set()
         """Interrupts and reminders with a timer in this workflow run (see ``_time``)."""
 
@@ -649,14 +651,14 @@ class ThreadWorkflow:
                 if deadlines
                 else search_attributes.NEXT_EXPIRY.value_unset(),
             ]
-            workflow.upsert_memo(
-                {
-                    INTERRUPTS_MEMO: [
-                        i.model_dump(mode="json", by_alias=True, exclude_none=True)
-                        for i in waiting_on
-                    ]
-                }
-            )
+            if waiting_on != self._published:
+                # Only on change: a memo update is a history event, and most runs'
+                # start and end leave the open interrupts as they were.
+                memo = [
+                    i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in waiting_on
+                ]
+                workflow.upsert_memo({INTERRUPTS_MEMO: memo})
+                self._published = list(waiting_on)
         workflow.upsert_search_attributes(updates)
         # Not in history: the UI reads it by query, so it needs no patch.
         workflow.set_current_details(current_details(self._run, waiting_on, self._thread.messages))
