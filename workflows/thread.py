@@ -634,13 +634,19 @@ class ThreadWorkflow:
     def _publish_status(self) -> None:
         """Show operators the thread: its status, open interrupts and earliest deadline
         as search attributes; the interrupts themselves in its memo (for ``GET
-        /interrupts``); in plain words, what it waits for, as its current details."""
+        /interrupts``); in plain words, what it waits for, as its current details.
+
+        A run's start publishes only the status: what it waits on is published when the
+        run ends, as only then is it settled (and operators look for waiting threads, not
+        running ones). Each search attribute and memo update is a history event and a
+        visibility write, which the bench shows in every run's latency.
+        """
         waiting_on = self._thread.open_interrupts
         updates: list[SearchAttributeUpdate[Any]] = [
             search_attributes.THREAD_STATUS.value_set(self._status()),
             search_attributes.LAST_ACTIVITY.value_set(workflow.now()),
         ]
-        if workflow.patched(OPERATOR_VIEW_PATCH):
+        if self._run is None and workflow.patched(OPERATOR_VIEW_PATCH):
             deadlines = [d for d in map(parse_expiry, waiting_on) if d is not None]
             updates += [
                 search_attributes.INTERRUPT_IDS.value_set([i.id for i in waiting_on]),
@@ -652,8 +658,6 @@ class ThreadWorkflow:
                 else search_attributes.NEXT_EXPIRY.value_unset(),
             ]
             if waiting_on != self._published:
-                # Only on change: a memo update is a history event, and most runs'
-                # start and end leave the open interrupts as they were.
                 memo = [
                     i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in waiting_on
                 ]
