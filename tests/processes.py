@@ -158,3 +158,8 @@ class DevServer:
     async def kill(self) -> None:
         assert self.process is not None
         await self.process.kill()
+
+    async def stop(self) -> None:
+        """Kill the server if it runs: a test must not leave it behind."""
+        if self.process is not None and self.process.alive:
+            await self.process.kill()

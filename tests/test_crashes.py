@@ -164,24 +164,27 @@ async def test_the_temporal_server_killed_with_interrupts_pending(
 ) -> None:
     server = DevServer(tmp_path / "temporal.sqlite")
     client = await server.start()
-    await ensure_search_attributes(client)
-    async with engine(server.address, AGUI_DEMO_MAIL_URL=receiver.url) as stack:
-        worker = stack.start_worker()
-        gateway = await stack.start_gateway()
-        thread_id, interrupts = await _ask_approval_and_form(gateway)
+    try:
+        await ensure_search_attributes(client)
+        async with engine(server.address, AGUI_DEMO_MAIL_URL=receiver.url) as stack:
+            worker = stack.start_worker()
+            gateway = await stack.start_gateway()
+            thread_id, interrupts = await _ask_approval_and_form(gateway)
 
-        await server.kill()
-        assert (await gateway.http.get("/healthz")).status_code == 503
-        await server.start()
+            await server.kill()
+            assert (await gateway.http.get("/healthz")).status_code == 503
+            await server.start()
 
-        # The same worker and gateway processes carry on against the restarted server.
-        await wait_until_healthy(gateway.http, what="the gateway to see Temporal again")
-        assert (await _thread(gateway, thread_id))["interrupts"] == interrupts
-        events = await post_run(gateway.http, "demo", _approve_all(thread_id, interrupts))
-        assert events[-1]["outcome"] == {"type": "success"}
-        await _assert_done_once(gateway, thread_id, emails=1)
-        assert len(receiver.deliveries) == len(receiver.keys()) == 1
-        assert worker.alive and gateway.process.alive
+            # The same worker and gateway processes carry on against the restarted server.
+            await wait_until_healthy(gateway.http, what="the gateway to see Temporal again")
+            assert (await _thread(gateway, thread_id))["interrupts"] == interrupts
+            events = await post_run(gateway.http, "demo", _approve_all(thread_id, interrupts))
+            assert events[-1]["outcome"] == {"type": "success"}
+            await _assert_done_once(gateway, thread_id, emails=1)
+            assert len(receiver.deliveries) == len(receiver.keys()) == 1
+            assert worker.alive and gateway.process.alive
+    finally:
+        await server.stop()
 
 
 THREADS = 20

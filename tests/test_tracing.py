@@ -3,8 +3,6 @@ in one process and exported over OTLP from real worker and gateway processes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -22,7 +20,7 @@ from tests.receiver import Receiver
 
 
 @pytest.fixture(scope="module")
-def spans() -> Iterator[InMemorySpanExporter]:
+def spans() -> InMemorySpanExporter:
     """Every span this process finishes. The tracer provider is process-global and set
     once, as ``tracing.configure`` sets it in the worker and the gateway (with an OTLP
     exporter there)."""
@@ -30,8 +28,7 @@ def spans() -> Iterator[InMemorySpanExporter]:
     provider = create_tracer_provider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
-    yield exporter
-    provider.shutdown()
+    return exporter
 
 
 def _trace_of(finished: tuple[ReadableSpan, ...], run_id: str) -> list[ReadableSpan]:
