@@ -14,7 +14,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from workflows.models import THREAD_WORKFLOW_PREFIX
+from workflows.models import thread_id_of
 
 LogFormat = Literal["text", "json"]
 
@@ -37,9 +37,9 @@ class JsonFormatter(logging.Formatter):
             record, "temporal_activity", None
         )
         if isinstance(temporal, dict):
-            workflow_id = str(temporal.get("workflow_id", ""))
-            if workflow_id.startswith(THREAD_WORKFLOW_PREFIX):
-                entry["threadId"] = workflow_id.removeprefix(THREAD_WORKFLOW_PREFIX)
+            thread_id = thread_id_of(str(temporal.get("workflow_id", "")))
+            if thread_id is not None:
+                entry["threadId"] = thread_id
             entry["temporal"] = temporal
         for field in CONTEXT_FIELDS:
             value = getattr(record, field, None)

@@ -25,7 +25,7 @@ from temporalio.client import Client, WorkflowExecution
 
 from workflows import search_attributes
 from workflows.interrupts import parse_expiry
-from workflows.models import THREAD_WORKFLOW_PREFIX, Model, ThreadStatus
+from workflows.models import Model, ThreadStatus, thread_id_of
 from workflows.thread import INTERRUPTS_MEMO, ThreadWorkflow
 
 FILTER_VALUE = re.compile(r"^[\w:.\-]+$")
@@ -149,7 +149,8 @@ async def _interrupts(execution: WorkflowExecution) -> list[Interrupt]:
 
 
 def _thread_id(execution: WorkflowExecution) -> str:
-    return execution.id.removeprefix(THREAD_WORKFLOW_PREFIX)
+    # The query names only thread workflows.
+    return thread_id_of(execution.id) or execution.id
 
 
 SortKey = tuple[bool, datetime, str, str]

@@ -46,6 +46,15 @@ def _approve(interrupt: dict[str, Any], approved: Any = True) -> dict[str, Any]:
     return {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": approved}}
 
 
+async def _approve_and_cancel(
+    stack: Stack, thread_id: str, approval: dict[str, Any], form: dict[str, Any]
+) -> None:
+    """Resume the thread: approve the email, cancel the form."""
+    resume = [_approve(approval), {"interruptId": form["id"], "status": "cancelled"}]
+    body = {"threadId": thread_id, "runId": "r2", "messages": [], "resume": resume}
+    await post_run(stack.http, "demo", body)
+
+
 async def _listed(client: Client, query: str) -> set[str]:
     return {execution.id async for execution in client.list_workflows(query)}
 
@@ -96,13 +105,7 @@ async def _find_threads(client: Client, stack: Stack) -> None:
     ):
         assert (await execution.memo())[INTERRUPTS_MEMO] == [confirm]
 
-    body = {
-        "threadId": approval_thread,
-        "runId": "r2",
-        "messages": [],
-        "resume": [_approve(approval), {"interruptId": form["id"], "status": "cancelled"}],
-    }
-    await post_run(stack.http, "demo", body)
+    await _approve_and_cancel(stack, approval_thread, approval, form)
 
     async def only_confirm_waits() -> bool:
         waiting = await _listed(client, f'{mine} AND AguiThreadStatus = "waiting"')
@@ -143,13 +146,7 @@ async def test_current_details_say_what_the_thread_waits_for(client: Client, sta
         client, "workflow", "query", "--workflow-id", workflow_id, "--name", "view", "-o", "json"
     )
     assert json.loads(view)["queryResult"][0]["interrupts"] == [approval, form]
-    body = {
-        "threadId": thread_id,
-        "runId": "r2",
-        "messages": [],
-        "resume": [_approve(approval), {"interruptId": form["id"], "status": "cancelled"}],
-    }
-    await post_run(stack.http, "demo", body)
+    await _approve_and_cancel(stack, thread_id, approval, form)
     assert await _details(client, thread_id) == "Idle: waiting for new input"
 
 

@@ -17,6 +17,13 @@ THREAD_WORKFLOW_PREFIX = "agui-thread-"
 """The workflow holding AG-UI thread ``t`` has the id ``agui-thread-t``."""
 
 
+def thread_id_of(workflow_id: str) -> str | None:
+    """The AG-UI thread a workflow id holds, or ``None`` for another workflow's id."""
+    if not workflow_id.startswith(THREAD_WORKFLOW_PREFIX):
+        return None
+    return workflow_id.removeprefix(THREAD_WORKFLOW_PREFIX)
+
+
 class Model(BaseModel):
     """Base for the engine's own models: camelCase on the wire, like AG-UI's."""
 

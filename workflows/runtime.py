@@ -158,12 +158,10 @@ class RunContext:
         Raises:
             KeyError: No message of the thread made that call.
         """
-        for message in reversed(self.messages):
-            if isinstance(message, AssistantMessage):
-                for call in message.tool_calls or []:
-                    if call.id == tool_call_id:
-                        return call
-        raise KeyError(tool_call_id)
+        call = find_tool_call(self.messages, tool_call_id)
+        if call is None:
+            raise KeyError(tool_call_id)
+        return call
 
     def now(self) -> datetime:
         """The current time, as workflow code must read it."""
@@ -196,6 +194,16 @@ class RunContext:
         message = AssistantMessage(id=message_id, content=text)
         self.add_message(message)
         return message
+
+
+def find_tool_call(messages: Sequence[Message], tool_call_id: str) -> ToolCall | None:
+    """The tool call with ``tool_call_id`` that an assistant message in ``messages`` made."""
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls or []:
+                if call.id == tool_call_id:
+                    return call
+    return None
 
 
 def _iso_utc(moment: datetime) -> str:
