@@ -27,10 +27,10 @@ from temporalio.worker import Worker
 import logs
 import tracing
 from activities.email import Mailer
-from activities.model import generate_reply
 from activities.reminders import Reminders
 from settings import Settings, connect, telemetry_runtime
 from workflows import search_attributes
+from workflows.agents import AGENTS
 from workflows.thread import ThreadWorkflow
 
 WORKFLOWS: Sequence[type] = [ThreadWorkflow]
@@ -70,8 +70,10 @@ async def register_search_attributes(
 def activities(settings: Settings) -> list[Callable[..., Any]]:
     """The engine's activities, with the endpoints ``settings`` configure."""
     timeout = settings.webhook_timeout_seconds
+    # An activity shared by agents (one tool, two agents) is registered once.
+    served = dict.fromkeys(fn for agent in AGENTS.values() for fn in agent.activities())
     return [
-        generate_reply,
+        *served,
         Mailer(settings.demo_mail_url, timeout).send_email,
         Reminders(settings.reminder_webhook_url, timeout).send_reminder,
     ]

@@ -117,7 +117,7 @@ async def test_thread_state_sent_by_the_client_is_kept_and_snapshotted(stack: St
 
 async def test_agents_and_capabilities_are_listed(stack: Stack) -> None:
     listed = (await stack.http.get("/agents")).json()["agents"]
-    assert [agent["name"] for agent in listed] == ["demo"]
+    assert [agent["name"] for agent in listed] == ["demo", "files", "transfer", "clarify"]
 
     response = await stack.http.get("/agents/demo/capabilities")
     assert response.status_code == 200

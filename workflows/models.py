@@ -137,6 +137,25 @@ class AuditRecord(Model):
     error: str | None = None
 
 
+class JournalStep(Model):
+    """One step an agent turn took: what it was and what came of it (``workflows/sdk``)."""
+
+    kind: str
+    value: Any = None
+    """The step's result (a model reply, a tool's outcome, a finished scope's value)."""
+    interrupt_ids: list[str] = Field(default_factory=list)
+    """For an ``interrupts`` step: the interrupts it opened, in order."""
+    answers: list[Answer] | None = None
+    """For an ``interrupts`` step: their answers, once every one is in."""
+
+
+class Journal(Model):
+    """The steps of a paused agent turn, by scope: what lets the turn run again from the
+    top without repeating any of them (see ``workflows/sdk/journal.py``)."""
+
+    scopes: dict[str, list[JournalStep]] = Field(default_factory=dict)
+
+
 class ThreadState(Model):
     """All mutable state of a thread: the one object continue-as-new carries."""
 
@@ -164,6 +183,11 @@ class ThreadState(Model):
     events: list[LoggedEvent] = Field(default_factory=list)
     audit: list[AuditRecord] = Field(default_factory=list)
     """What operators did to the thread, oldest first."""
+    memory: dict[str, Any] = Field(default_factory=dict)
+    """What the agent remembers for this thread (e.g. tools the user trusts); unlike
+    ``state`` it is not shared with the client."""
+    journal: Journal = Field(default_factory=Journal)
+    """The agent turn paused on interrupts, for agents built with ``workflows.sdk``."""
 
 
 CONTINUE_AS_NEW_AFTER_RUNS = 100
@@ -225,3 +249,4 @@ class ThreadView(Model):
     interrupts: list[Interrupt]
     runs: list[RunRecord]
     audit: list[AuditRecord]
+    memory: dict[str, Any]

@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
         UserMessage,
     )
 
-    from workflows.models import Answer, Model, Reminder
+    from workflows.models import Answer, Journal, Model, Reminder
 
 
 class InterruptRequest(Model):
@@ -64,6 +64,8 @@ class RunContext:
         add_message: Appends a message to the thread's conversation.
         ask: Opens interrupts on the thread, with their reminders.
         remind_before: The agent's reminders, for requests that set none.
+        memory: What the agent remembers for the thread, not shared with the client.
+        journal: Where an SDK agent's paused turn is kept (``workflows/sdk``).
     """
 
     def __init__(
@@ -75,6 +77,8 @@ class RunContext:
         add_message: Callable[[Message], None],
         ask: Callable[[list[Interrupt], list[Reminder]], None],
         remind_before: Sequence[timedelta],
+        memory: dict[str, Any],
+        journal: Journal,
     ) -> None:
         self.input = input
         self.messages = messages
@@ -83,6 +87,8 @@ class RunContext:
         self.add_message = add_message
         self._ask = ask
         self._remind_before = remind_before
+        self.memory = memory
+        self.journal = journal
 
     def interrupt(self, requests: Sequence[InterruptRequest]) -> list[Interrupt]:
         """Ask for answers: the run ends with these interrupts once the agent returns.
@@ -196,6 +202,12 @@ class RunContext:
         return message
 
 
+def word_deltas(text: str) -> list[str]:
+    """``text`` in the deltas a streaming model would send: word by word."""
+    words = text.split(" ")
+    return [words[0], *(f" {word}" for word in words[1:])]
+
+
 def find_tool_call(messages: Sequence[Message], tool_call_id: str) -> ToolCall | None:
     """The tool call with ``tool_call_id`` that an assistant message in ``messages`` made."""
     for message in reversed(messages):
@@ -220,14 +232,24 @@ class Agent(Protocol):
     methods are workflow code: deterministic, with all I/O in activities.
     """
 
-    name: str
-    description: str
-    remind_before: Sequence[timedelta]
-    """How long before an interrupt's deadline to send reminders, unless the interrupt
-    says otherwise (``InterruptRequest.remind_before``); empty for none."""
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def remind_before(self) -> Sequence[timedelta]:
+        """How long before an interrupt's deadline to send reminders, unless the
+        interrupt says otherwise (``InterruptRequest.remind_before``); empty for none."""
+        ...
 
     def capabilities(self) -> AgentCapabilities:
         """What ``GET /agents/{name}/capabilities`` declares."""
+        ...
+
+    def activities(self) -> Sequence[Callable[..., Any]]:
+        """The activities (model, tools) the worker must run for this agent."""
         ...
 
     async def run(self, ctx: RunContext) -> None:

@@ -202,6 +202,7 @@ class ThreadWorkflow:
             interrupts=self._thread.open_interrupts,
             runs=self._thread.runs,
             audit=self._thread.audit,
+            memory=self._thread.memory,
         )
 
     @workflow.update(name="operator_resume")
@@ -342,6 +343,8 @@ class ThreadWorkflow:
             add_message=self._add_message,
             ask=self._ask,
             remind_before=self._agent().remind_before,
+            memory=self._thread.memory,
+            journal=self._thread.journal,
         )
         self._turn = asyncio.create_task(step(context))
 
@@ -514,10 +517,13 @@ class ThreadWorkflow:
             await workflow.wait_condition(turn.done)
             self._turn = None
             error = turn.exception()
-            if isinstance(error, ActivityError):
-                cause = error.cause or error
+            if isinstance(error, ActivityError | ApplicationError):
+                # A model or tool that kept failing, or agent code giving up on purpose.
+                cause = error.cause if isinstance(error, ActivityError) else None
                 self._emit(
-                    RunErrorEvent(message=f"The agent failed: {cause}", code=ErrorCode.AGENT_FAILED)
+                    RunErrorEvent(
+                        message=f"The agent failed: {cause or error}", code=ErrorCode.AGENT_FAILED
+                    )
                 )
                 self._close_run(run, "failed")
                 return

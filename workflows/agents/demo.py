@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -99,6 +99,11 @@ class DemoAgent:
                 supported=True, approvals=True, interrupts=True, approve_with_edits=True
             ),
         )
+
+    def activities(self) -> list[Callable[..., Any]]:
+        """The demo model; ``send_email`` needs the worker's settings, so the worker
+        registers it."""
+        return [generate_reply]
 
     async def run(self, ctx: RunContext) -> None:
         """Raise every interrupt the latest user message calls for, then act on the answers."""

@@ -1,0 +1,38 @@
+"""The ``clarify`` example's scripted model: it asks when a booking names no time."""
+
+from __future__ import annotations
+
+import re
+
+from activities.chat import (
+    ChatReply,
+    ChatRequest,
+    ProposedCall,
+    ScriptedModel,
+    last_user_text,
+    tool_results,
+)
+
+OPTIONS = ["18:00", "19:00", "20:00"]
+TIME = re.compile(r"\b(\d{1,2}:\d{2}|\d{1,2}\s*(?:am|pm))\b", re.IGNORECASE)
+
+
+def book(request: ChatRequest) -> ChatReply:
+    """Book at the time named, or ask for one with ``ask_user``; then confirm."""
+    text = last_user_text(request.messages)
+    if "book" not in text.lower():
+        return ChatReply(text='I can book things: try "book a table".')
+    results = tool_results(request.messages)
+    if results:
+        _, answer = results[-1]
+        if answer not in OPTIONS:
+            return ChatReply(text="Without a time I did not book anything.")
+        return ChatReply(text=f"Booked for {answer}.")
+    named = TIME.search(text)
+    if named is not None:
+        return ChatReply(text=f"Booked for {named[1]}.")
+    question = {"question": "What time should I book it for?", "options": OPTIONS}
+    return ChatReply(tool_calls=[ProposedCall(name="ask_user", arguments=question)])
+
+
+MODEL = ScriptedModel("clarify", book)

@@ -1,0 +1,204 @@
+"""Tools: plain async Python functions an agent's model can call, run as activities.
+
+``@tool`` turns a typed async function into a :class:`Tool`: its JSON Schema comes from
+the type hints, its description from the docstring, and it runs as a Temporal activity
+of the same name, with the activity's timeouts and retries. A tool may stop to ask a
+person (:class:`ToolInterrupt`); whatever the answer, it never runs with arguments other
+than those the model (or an approval's ``editedArgs``) gave it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, get_type_hints
+
+from ag_ui.core import Tool as ToolSpec
+from pydantic import BaseModel, ValidationError, create_model
+from temporalio import activity
+from temporalio.common import RetryPolicy
+
+from workflows.models import Model
+
+
+class ToolInvocation(Model):
+    """One run of a tool: the call's arguments and, on a restart, the answer."""
+
+    tool_call_id: str
+    thread_id: str
+    arguments: dict[str, Any]
+    resumed: Any = None
+    """The payload of the interrupt this run restarts after (``None`` on a first run)."""
+
+
+class InterruptSpec(Model):
+    """The interrupt a tool asked for, as the workflow opens it."""
+
+    reason: str
+    message: str | None = None
+    response_schema: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    respond: bool = False
+    """``True``: the answer becomes the tool's result. ``False``: the tool runs again
+    from the top, with the same arguments, and reads the answer from ``resumed``."""
+
+
+class ToolOutcome(Model):
+    """What a run of a tool produced: a result, an error the model sees, or a question."""
+
+    result: Any = None
+    error: str | None = None
+    interrupt: InterruptSpec | None = None
+
+
+class ToolInterrupt(Exception):  # noqa: N818 - it is a request, not an error
+    """Raised by a tool to ask a person before it goes on (Genkit's tool interrupt).
+
+    Args:
+        message: What the person is asked.
+        reason: The AG-UI reason (``input_required`` unless said otherwise).
+        response: The answer's shape: a JSON Schema, or a type whose schema pydantic
+            derives; the answer is validated against it before the tool sees it.
+        respond: Whether the answer is the tool's result (``True``) or the tool runs
+            again with it (``False``, the default).
+        metadata: Passed to the client with the interrupt.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str = "input_required",
+        response: dict[str, Any] | type | None = None,
+        respond: bool = False,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.spec = InterruptSpec(
+            reason=reason,
+            message=message,
+            response_schema=json_schema(response),
+            metadata=metadata,
+            respond=respond,
+        )
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a running tool knows about its call (see :func:`tool_context`)."""
+
+    tool_call_id: str
+    thread_id: str
+    resumed: Any
+    """The answer this run restarts with, validated; ``None`` on the first run."""
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable for the call across retries and restarts: pass it to side effects."""
+        return f"{self.thread_id}/{self.tool_call_id}"
+
+
+_CONTEXT: ContextVar[ToolContext] = ContextVar("tool_context")
+
+
+def tool_context() -> ToolContext:
+    """The call the running tool serves; only inside a tool."""
+    return _CONTEXT.get()
+
+
+def json_schema(shape: dict[str, Any] | type | None) -> dict[str, Any] | None:
+    """A JSON Schema given as such, or derived from a type by pydantic."""
+    if shape is None or isinstance(shape, dict):
+        return shape
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(shape).json_schema()
+
+
+def arguments_model(function: Callable[..., Any], name: str) -> type[BaseModel]:
+    """A pydantic model of ``function``'s parameters, from its type hints and defaults."""
+    hints = get_type_hints(function)
+    fields: dict[str, Any] = {}
+    for parameter in inspect.signature(function).parameters.values():
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+        fields[parameter.name] = (hints.get(parameter.name, Any), default)
+    return create_model(f"{name}_arguments", **fields)
+
+
+def tool_spec(function: Callable[..., Any], name: str, arguments: type[BaseModel]) -> ToolSpec:
+    """What a model is told about a tool: name, the docstring's first paragraph, schema."""
+    description = inspect.getdoc(function) or name
+    schema = arguments.model_json_schema()
+    schema.pop("title", None)
+    return ToolSpec(name=name, description=description.split("\n\n")[0], parameters=schema)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool the model can call, run as the activity ``name`` (see :func:`tool`)."""
+
+    name: str
+    spec: ToolSpec
+    arguments: type[BaseModel]
+    function: Callable[..., Awaitable[Any]]
+    timeout: timedelta
+    retry: RetryPolicy
+    activity: Callable[[ToolInvocation], Awaitable[ToolOutcome]] = field(repr=False)
+
+
+def tool(
+    function: Callable[..., Awaitable[Any]] | None = None,
+    *,
+    name: str | None = None,
+    timeout: timedelta = timedelta(seconds=30),
+    retry: RetryPolicy | None = None,
+) -> Any:
+    """Make an async function a :class:`Tool` (usable as ``@tool`` or ``@tool(...)``).
+
+    Args:
+        function: The tool; its parameters must have type hints, its result must be
+            JSON-serialisable (or a pydantic model).
+        name: The name the model calls it by; the function's name by default.
+        timeout: How long one attempt may take (the activity's start-to-close timeout).
+        retry: Retries of a failing attempt; five with backoff by default. Invalid
+            arguments from the model are not retried: the model is told what is wrong.
+    """
+
+    def make(function: Callable[..., Awaitable[Any]]) -> Tool:
+        tool_name = name or function.__name__
+        arguments = arguments_model(function, tool_name)
+
+        async def run(invocation: ToolInvocation) -> ToolOutcome:
+            try:
+                parsed = arguments.model_validate(invocation.arguments)
+            except ValidationError as error:
+                return ToolOutcome(error=f"Invalid arguments for {tool_name}: {error}")
+            token = _CONTEXT.set(
+                ToolContext(invocation.tool_call_id, invocation.thread_id, invocation.resumed)
+            )
+            try:
+                result = await function(**dict(parsed))
+            except ToolInterrupt as asked:
+                return ToolOutcome(interrupt=asked.spec)
+            finally:
+                _CONTEXT.reset(token)
+            if isinstance(result, BaseModel):
+                result = result.model_dump(mode="json", by_alias=True)
+            return ToolOutcome(result=json.loads(json.dumps(result)))
+
+        run.__doc__ = function.__doc__
+        return Tool(
+            name=tool_name,
+            spec=tool_spec(function, tool_name, arguments),
+            arguments=arguments,
+            function=function,
+            timeout=timeout,
+            retry=retry or RetryPolicy(maximum_attempts=5),
+            activity=activity.defn(name=tool_name)(run),
+        )
+
+    return make(function) if function is not None else make

@@ -1,0 +1,93 @@
+"""Tool calls as the agent's turn sees them: approvals, interrupt-only tools, hooks' view.
+
+The tools themselves (activities) are made with ``activities.tooling.tool``; this module
+holds what decides around them, in workflow code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from ag_ui.core import Tool as ToolSpec
+    from pydantic import BaseModel
+
+    from activities.tooling import arguments_model, tool_spec
+    from workflows.sdk.context import Ask
+
+
+@dataclass
+class ToolCallView:
+    """A tool call the model asked for, as hooks see it before it runs."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    cancelled: str | None = None
+    """Why the call will not run (the model gets this as the tool's result)."""
+
+    def cancel(self, message: str) -> None:
+        """Do not run the call; ``message`` is its result, which the model reads."""
+        self.cancelled = message
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A tool whose calls wait for a person's approval (a ``tool_call`` interrupt).
+
+    Args:
+        edits: Offer approve-with-edits: the answer's ``editedArgs`` replace the call's
+            arguments (validated against the tool's schema).
+        when: Ask only for calls whose arguments this returns true for (Genkit's
+            conditional interrupt); always by default.
+        message: What the person is asked about the call.
+    """
+
+    edits: bool = False
+    when: Callable[[dict[str, Any]], bool] | None = None
+    message: Callable[[ToolCallView], str] | None = None
+
+    def applies(self, call: ToolCallView) -> bool:
+        return self.when is None or self.when(call.arguments)
+
+    def ask(self, call: ToolCallView, spec: ToolSpec) -> Ask[dict[str, Any]]:
+        properties: dict[str, Any] = {"approved": {"type": "boolean"}}
+        if self.edits:
+            properties["editedArgs"] = {
+                **(spec.parameters or {}),
+                "description": "Full replacement of the tool args. Not merged.",
+                "additionalProperties": False,
+            }
+        message = self.message(call) if self.message else f"Run {call.name}({call.arguments})?"
+        return Ask(
+            "tool_call",
+            message=message,
+            response={"type": "object", "properties": properties, "required": ["approved"]},
+            tool_call_id=call.id,
+        )
+
+
+@dataclass(frozen=True)
+class InterruptTool:
+    """A tool that only asks a person (Genkit's ``defineInterrupt``, .NET's user-input
+    request): the model's call becomes an interrupt, and the answer its result."""
+
+    name: str
+    spec: ToolSpec
+    arguments: type[BaseModel]
+    ask: Callable[..., Ask[Any]] = field(repr=False)
+
+
+def interrupt_tool(ask: Callable[..., Ask[Any]]) -> InterruptTool:
+    """Make ``ask`` (typed parameters, returns the :class:`Ask`) an interrupt-only tool.
+
+    The model sees the function's name, docstring and parameter schema like any tool's.
+    The interrupt is bound to the call (``toolCallId``).
+    """
+    name = ask.__name__
+    arguments = arguments_model(ask, name)
+    return InterruptTool(name, tool_spec(ask, name, arguments), arguments, ask)
