@@ -62,6 +62,13 @@ class Settings(BaseSettings):
     always serves its metrics at ``GET /metrics``."""
     webhook_timeout_seconds: float = 10.0
     """How long one webhook or mail delivery attempt may take before it is retried."""
+    openai_base_url: str | None = None
+    """Worker: the OpenAI-compatible chat-completions server of ``OpenAIModel``s that
+    name none (``https://api.openai.com/v1`` when unset)."""
+    openai_model: str = "gpt-4o-mini"
+    """Worker: the model ``OpenAIModel``s that name none ask for."""
+    openai_api_key: str | None = None
+    """Worker: the API key for that server (``OPENAI_API_KEY`` when unset)."""
 
 
 def temporal_connect_config() -> dict[str, Any]:

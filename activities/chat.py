@@ -7,6 +7,7 @@ conversation) for examples and tests.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -17,6 +18,7 @@ from ag_ui.core import Tool as ToolSpec
 from pydantic import Field
 from temporalio import activity
 from temporalio.common import RetryPolicy
+from temporalio.service import RPCError
 
 from workflows.models import Model
 
@@ -102,3 +104,77 @@ def tool_results(messages: Sequence[Message]) -> list[tuple[str, str]]:
         if isinstance(message, AssistantMessage):
             names.update((call.id, call.function.name) for call in message.tool_calls or [])
     return [(names.get(call_id, ""), content) for call_id, content in results]
+
+
+STREAM_SIGNAL = "model_stream"
+"""The thread workflow's signal that carries a model's output while it is generated."""
+
+
+class ToolCallDelta(Model):
+    """A piece of the ``index``-th tool call of a reply: its name first, then arguments."""
+
+    index: int
+    name: str | None = None
+    arguments: str = ""
+
+
+class ModelDelta(Model):
+    """What a model activity generated since its last delta (see :class:`DeltaSender`)."""
+
+    activity_id: str
+    attempt: int
+    text: str = ""
+    tool_calls: list[ToolCallDelta] = Field(default_factory=list)
+
+
+class DeltaSender:
+    """Streams a model activity's output to its thread workflow as it is generated.
+
+    Each piece goes out as soon as the previous signal has been delivered; pieces that
+    arrive meanwhile travel together in the next one. So the first token is never held
+    back, and a fast model costs one signal per round trip, not one per token.
+    """
+
+    def __init__(self) -> None:
+        info = activity.info()
+        self._workflow = activity.client().get_workflow_handle(
+            info.workflow_id or "", run_id=info.workflow_run_id
+        )
+        self._pending = ModelDelta(activity_id=info.activity_id, attempt=info.attempt)
+        self._sending: asyncio.Task[None] | None = None
+        self._broken = False
+
+    def text(self, delta: str) -> None:
+        self._pending.text += delta
+        self._send()
+
+    def tool_call(self, index: int, name: str | None, arguments: str) -> None:
+        calls = self._pending.tool_calls
+        if calls and calls[-1].index == index and name is None:
+            calls[-1].arguments += arguments
+        else:
+            calls.append(ToolCallDelta(index=index, name=name, arguments=arguments))
+        self._send()
+
+    async def close(self) -> None:
+        """Deliver what is still pending; the activity returns only after this."""
+        while self._sending is not None:
+            await self._sending
+
+    def _send(self) -> None:
+        if self._sending is None:
+            self._sending = asyncio.create_task(self._deliver())
+
+    async def _deliver(self) -> None:
+        try:
+            while not self._broken and (self._pending.text or self._pending.tool_calls):
+                batch = self._pending
+                self._pending = ModelDelta(activity_id=batch.activity_id, attempt=batch.attempt)
+                await self._workflow.signal(STREAM_SIGNAL, batch)
+        except RPCError as error:
+            # Streaming is a preview: the reply itself is the activity's result, and the
+            # workflow sends whatever of it the client has not seen.
+            activity.logger.warning("model output no longer streamed: %s", error)
+            self._broken = True
+        finally:
+            self._sending = None

@@ -8,8 +8,8 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,8 @@ from gateway.app import create_app
 from gateway.streaming import thread_handle, workflow_id_for
 from settings import Settings
 from worker import build_worker, ensure_search_attributes
+from workflows.agents import AGENTS
+from workflows.runtime import Agent
 
 TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
 TEST_SERVER = TEMPORAL_CLI.parent / "temporal-test-server"
@@ -271,3 +273,16 @@ def assert_intact(log: list[SseEvent]) -> None:
 def types(events: list[dict[str, Any]]) -> list[str]:
     """The events' ``type`` fields, in order."""
     return [event["type"] for event in events]
+
+
+@contextmanager
+def registered(*agents: Agent) -> Iterator[None]:
+    """Serve ``agents`` beside the engine's own while the block runs: a worker or gateway
+    built inside it serves them (the registry is read when they are built)."""
+    for agent in agents:
+        AGENTS[agent.name] = agent
+    try:
+        yield
+    finally:
+        for agent in agents:
+            del AGENTS[agent.name]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -25,8 +25,8 @@ from activities.chat import ChatReply, ChatRequest, ProposedCall, ScriptedModel,
 from activities.tooling import ToolInterrupt, tool, tool_context
 from gateway.streaming import workflow_id_for
 from settings import Settings
+from tests.helpers import registered
 from worker import build_worker
-from workflows.agents import AGENTS
 from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunReply, RunRequest, ThreadStart
 from workflows.sdk.agent import AgentDefinition
 from workflows.sdk.context import AgentContext
@@ -142,17 +142,6 @@ APPROVALS = agent(
     "sdk-approvals",
     approvals={"book": Approval(edits=True, when=lambda args: args["nights"] > 2)},
 )
-
-
-@contextmanager
-def registered(*agents: AgentDefinition) -> Iterator[None]:
-    for defined in agents:
-        AGENTS[defined.name] = defined
-    try:
-        yield
-    finally:
-        for defined in agents:
-            del AGENTS[defined.name]
 
 
 class Session:

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         UserMessage,
     )
 
+    from activities.chat import ModelDelta
     from workflows.models import Answer, Journal, Model, Reminder
 
 
@@ -66,6 +67,8 @@ class RunContext:
         remind_before: The agent's reminders, for requests that set none.
         memory: What the agent remembers for the thread, not shared with the client.
         journal: Where an SDK agent's paused turn is kept (``workflows/sdk``).
+        listeners: Where to register for a model activity's streamed output, by the
+            activity's id (the thread's ``model_stream`` signal delivers it).
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class RunContext:
         remind_before: Sequence[timedelta],
         memory: dict[str, Any],
         journal: Journal,
+        listeners: dict[str, Callable[[ModelDelta], None]],
     ) -> None:
         self.input = input
         self.messages = messages
@@ -89,6 +93,7 @@ class RunContext:
         self._remind_before = remind_before
         self.memory = memory
         self.journal = journal
+        self.listeners = listeners
 
     def interrupt(self, requests: Sequence[InterruptRequest]) -> list[Interrupt]:
         """Ask for answers: the run ends with these interrupts once the agent returns.

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         StateSnapshotEvent,
     )
 
+    from activities.chat import STREAM_SIGNAL, ModelDelta
     from activities.reminders import ReminderNotice, Reminders
     from workflows import metrics, search_attributes
     from workflows.agents import AGENTS
@@ -111,6 +112,8 @@ class ThreadWorkflow:
         """Runs this workflow run has opened, for the continue-as-new bound."""
         self._published: list[Interrupt] = []
         """The open interrupts as last written to the memo (none yet in this run)."""
+        self._listeners: dict[str, Callable[[ModelDelta], None]] = {}
+        """Who takes a model activity's streamed output, by activity id."""
         self._timed: set[str] = set()
         """Interrupts and reminders with a timer in this workflow run (see ``_time``)."""
 
@@ -179,6 +182,14 @@ class ThreadWorkflow:
     @run_agent.validator
     def _validate_run_agent(self, request: RunRequest) -> None:
         self._check(request)
+
+    @workflow.signal(name=STREAM_SIGNAL)
+    def model_stream(self, delta: ModelDelta) -> None:
+        """A model activity's output so far; the run that awaits it streams it on (see
+        ``activities.chat.DeltaSender``). Late deltas, of a step already done, are dropped."""
+        listener = self._listeners.get(delta.activity_id)
+        if listener is not None:
+            listener(delta)
 
     @workflow.query
     def events(self, query: EventsQuery) -> EventPage:
@@ -345,6 +356,7 @@ class ThreadWorkflow:
             remind_before=self._agent().remind_before,
             memory=self._thread.memory,
             journal=self._thread.journal,
+            listeners=self._listeners,
         )
         self._turn = asyncio.create_task(step(context))
 

@@ -31,9 +31,10 @@ with workflow.unsafe.imports_passed_through():
     from activities.tooling import Tool, ToolInvocation, ToolOutcome
     from workflows.errors import ErrorCode
     from workflows.models import Answer
-    from workflows.runtime import RunContext, word_deltas
+    from workflows.runtime import RunContext
     from workflows.sdk.context import AgentContext, Ask
     from workflows.sdk.journal import Scope, Suspend, answer
+    from workflows.sdk.streaming import LiveReply
     from workflows.sdk.tools import Approval, InterruptTool, ToolCallView
 
 BeforeTool = Callable[[AgentContext, ToolCallView], Awaitable[None]]
@@ -126,28 +127,30 @@ class AgentDefinition:
         )
 
     async def _call_model(self, ctx: AgentContext) -> list[ToolCallView]:
-        """Ask the model; say its text and announce its tool calls (``TOOL_CALL_*``)."""
+        """Ask the model; its text and tool calls reach the client as it generates them."""
         step = ctx.scope.recorded("model")
         if step is None:
-            reply = await workflow.execute_activity(
-                self.model.activity,
-                ChatRequest(
-                    agent=self.name,
-                    messages=list(ctx.messages),
-                    tools=[tool.spec for tool in self.tools],
-                ),
-                start_to_close_timeout=self.model.timeout,
-                retry_policy=self.model.retry,
-                summary="model",
-            )
-            if reply.text:
-                ctx.run.say(word_deltas(reply.text))
-            proposed = ctx.run.propose_tool_calls(
-                [(call.name, call.arguments) for call in reply.tool_calls]
-            )
+            activity_id = f"model-{workflow.uuid4()}"
+            live = LiveReply(ctx.run)
+            ctx.run.listeners[activity_id] = live.on_delta
+            try:
+                reply = await workflow.execute_activity(
+                    self.model.activity,
+                    ChatRequest(
+                        agent=self.name,
+                        messages=list(ctx.messages),
+                        tools=[tool.spec for tool in self.tools],
+                    ),
+                    activity_id=activity_id,
+                    start_to_close_timeout=self.model.timeout,
+                    retry_policy=self.model.retry,
+                    summary="model",
+                )
+            finally:
+                del ctx.run.listeners[activity_id]
             calls: list[dict[str, Any]] = [
                 {"id": made.id, "name": asked.name, "arguments": asked.arguments}
-                for made, asked in zip(proposed, reply.tool_calls, strict=True)
+                for made, asked in zip(live.finish(reply), reply.tool_calls, strict=True)
             ]
             ctx.scope.record("model", calls)
             return [ToolCallView(**call) for call in calls]

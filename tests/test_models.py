@@ -1,0 +1,152 @@
+"""The OpenAI-compatible model, against a local server speaking the real wire format:
+its text and tool calls reach the SSE client while the model is still generating."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from activities.openai_chat import OpenAIModel
+from activities.tooling import tool
+from tests.chat_server import ChatServer, Reply, ScriptedCall
+from tests.helpers import (
+    Stack,
+    assert_valid_stream,
+    eventually,
+    new_thread,
+    post_run,
+    registered,
+    run_input,
+    serve_stack,
+    sse_messages,
+    types,
+)
+from workflows.sdk.agent import AgentDefinition
+from workflows.sdk.tools import Approval
+
+
+@tool
+async def weather(city: str) -> str:
+    """Today's weather in ``city``."""
+    return f"{city}: sunny"
+
+
+@pytest.fixture
+async def model(client: Client) -> AsyncIterator[tuple[ChatServer, Stack]]:
+    """A chat server, and a stack serving an agent whose model it is."""
+    with ChatServer().serving() as server:
+        agent = AgentDefinition(
+            name="llm",
+            description="An OpenAI-compatible model with a gated weather tool.",
+            model=OpenAIModel(
+                name="llm", model="local-model", base_url=server.base_url, api_key="k"
+            ),
+            tools=[weather],
+            approvals={"weather": Approval(edits=True)},
+        )
+        with registered(agent):
+            async with serve_stack(client) as stack:
+                yield server, stack
+
+
+async def stream_until(
+    stack: Stack, body: dict[str, Any], server: ChatServer, seen: Any
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Stream a run; once ``seen(events so far)`` holds, check the model is still held
+    midway, note the events, and release it. Returns (events then, all events)."""
+    events: list[dict[str, Any]] = []
+    then: list[dict[str, Any]] = []
+    async with stack.http.stream("POST", "/agents/llm", json=body) as response:
+        async for _, event in sse_messages(response):
+            events.append(event)
+            if not then and seen(events):
+
+                async def holding() -> bool:
+                    return server.holding
+
+                await eventually(holding, what="the model to be held midway")
+                then = list(events)
+                server.release()
+    return then, events
+
+
+def text(events: list[dict[str, Any]]) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+async def test_text_reaches_the_client_while_the_model_is_generating(
+    model: tuple[ChatServer, Stack],
+) -> None:
+    server, stack = model
+    server.script(Reply(text=["Hel", "lo ", "wor", "ld."], hold_after=2))
+    thread_id = new_thread()
+
+    then, events = await stream_until(
+        stack, run_input(thread_id, "r1", "hi"), server, lambda seen: text(seen) == "Hello "
+    )
+
+    assert "RUN_FINISHED" not in types(then)
+    assert text(events) == "Hello world."
+    assert events[-1]["outcome"] == {"type": "success"}
+    assert_valid_stream(events, thread_id)
+    [request] = server.requests
+    assert request["stream"] is True and request["model"] == "local-model"
+    assert request["messages"] == [{"role": "user", "content": "hi"}]
+    assert request["tools"][0]["function"]["name"] == "weather"
+    view = (await stack.http.get(f"/threads/{thread_id}")).json()
+    assert view["messages"][-1]["content"] == "Hello world."
+
+
+async def test_tool_calls_stream_as_args_and_the_results_go_back_to_the_model(
+    model: tuple[ChatServer, Stack],
+) -> None:
+    server, stack = model
+    server.script(
+        Reply(tool_calls=[ScriptedCall("weather", {"city": "Oslo"}, pieces=3)], hold_after=2),
+        Reply(text=["Sunny ", "in ", "Bergen."]),
+    )
+    thread_id = new_thread()
+
+    then, events = await stream_until(
+        stack,
+        run_input(thread_id, "r1", "weather in Oslo?"),
+        server,
+        lambda seen: any(e["type"] == "TOOL_CALL_ARGS" for e in seen),
+    )
+
+    assert types(then)[-2:] == ["TOOL_CALL_START", "TOOL_CALL_ARGS"]
+    args = "".join(e["delta"] for e in events if e["type"] == "TOOL_CALL_ARGS")
+    assert json.loads(args) == {"city": "Oslo"}
+    assert_valid_stream(events, thread_id)
+    [approval] = events[-1]["outcome"]["interrupts"]
+    call_id = then[-1]["toolCallId"]
+    assert approval["toolCallId"] == call_id
+
+    edited = {
+        "interruptId": approval["id"],
+        "status": "resolved",
+        "payload": {"approved": True, "editedArgs": {"city": "Bergen"}},
+    }
+    resumed = await post_run(
+        stack.http,
+        "llm",
+        {"threadId": thread_id, "runId": "r2", "messages": [], "resume": [edited]},
+    )
+
+    assert_valid_stream(resumed)
+    assert [e["content"] for e in resumed if e["type"] == "TOOL_CALL_RESULT"] == ["Bergen: sunny"]
+    assert text(resumed) == "Sunny in Bergen."
+    second = server.requests[1]["messages"]
+    assert [m["role"] for m in second] == ["user", "assistant", "tool"]
+    assert second[1]["tool_calls"] == [
+        {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": "weather", "arguments": json.dumps({"city": "Oslo"})},
+        }
+    ]
+    assert second[2] == {"role": "tool", "tool_call_id": call_id, "content": "Bergen: sunny"}
