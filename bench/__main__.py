@@ -3,8 +3,9 @@
 Starts its own in-memory Temporal dev server, the engine's worker, the gateway on a
 loopback port and a worker for the bench's own workflows; measures, in order, the raw
 update floor, full AG-UI runs over HTTP at concurrency 1 and 16, the interrupt cycle
-(resume -> RUN_FINISHED) at 1, 16 and 64, one thread's history,
-and the streaming alternatives; prints one table; stops everything. See docs/bench.md.
+(resume -> RUN_FINISHED) at 1, 16 and 64, one thread's history, the streaming
+alternatives, and a streamed model's token latency; prints one table; stops everything.
+See docs/bench.md.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from bench.runs import measure_runs, thread_history
 from bench.stack import running_stack
 from bench.stats import Summary
 from bench.streams import measure_streams
+from bench.tokens import measure_tokens, token_agent
+from tests.chat_server import ChatServer
 
 DEADLINE_SECONDS = 300.0
 """A hung server or worker must not hang the bench: give up well past a normal run."""
@@ -42,6 +45,8 @@ class Counts:
     history_runs: int
     stream_runs: int
     warmup_runs: int
+    token_replies: int
+    tokens_per_reply: int
 
 
 FULL = Counts(
@@ -52,6 +57,8 @@ FULL = Counts(
     history_runs=20,
     stream_runs=30,
     warmup_runs=5,
+    token_replies=10,
+    tokens_per_reply=50,
 )
 QUICK = Counts(
     floor={1: 20, 16: 32},
@@ -61,11 +68,18 @@ QUICK = Counts(
     history_runs=4,
     stream_runs=4,
     warmup_runs=2,
+    token_replies=2,
+    tokens_per_reply=20,
 )
 
 
 async def bench(counts: Counts) -> Results:
     """Run every measurement on one freshly started stack."""
+    with token_agent() as model_server:
+        return await _bench(counts, model_server)
+
+
+async def _bench(counts: Counts, model_server: ChatServer) -> Results:
     async with (
         running_stack() as stack,
         httpx.AsyncClient(
@@ -84,7 +98,10 @@ async def bench(counts: Counts) -> Results:
         streams = await measure_streams(
             stack.client, stack.settings, stack.bench_task_queue, counts.stream_runs
         )
-    return Results(floor, runs, cycles, history, streams)
+        tokens = await measure_tokens(
+            http, model_server, counts.token_replies, counts.tokens_per_reply
+        )
+    return Results(floor, runs, cycles, history, streams, tokens)
 
 
 async def main() -> None:

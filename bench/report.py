@@ -20,6 +20,7 @@ class Results:
     cycles: dict[int, Summary]
     history: HistoryGrowth
     streams: list[VariantResult]
+    tokens: Summary
 
 
 def _ms(seconds: float) -> str:
@@ -90,4 +91,10 @@ def render(results: Results) -> str:
             f"{_ms(variant.last.percentile(95)):>9}{_ms(variant.last.percentile(99)):>9}"
             f"{variant.history.events_per_run:>11.1f}{variant.history.bytes_per_run:>10.0f}"
         )
+    lines += [
+        "",
+        "Model tokens: leaving an OpenAI-compatible server -> TEXT_MESSAGE_CONTENT at the client",
+        head,
+        _latency_row("token delay", results.tokens),
+    ]
     return "\n".join(lines)
