@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, get_type_hints
+from typing import Any, get_type_hints, overload
 
 from ag_ui.core import Tool as ToolSpec
 from pydantic import BaseModel, ValidationError, create_model
@@ -139,7 +139,7 @@ def tool_spec(function: Callable[..., Any], name: str, arguments: type[BaseModel
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool the model can call, run as the activity ``name`` (see :func:`tool`)."""
+    """A tool the model can call, run as the activity ``tool:<name>`` (see :func:`tool`)."""
 
     name: str
     spec: ToolSpec
@@ -147,16 +147,36 @@ class Tool:
     function: Callable[..., Awaitable[Any]]
     timeout: timedelta
     retry: RetryPolicy
+    local: bool
     activity: Callable[[ToolInvocation], Awaitable[ToolOutcome]] = field(repr=False)
 
 
+ToolFunction = Callable[..., Awaitable[Any]]
+
+
+@overload
+def tool(function: ToolFunction, /) -> Tool: ...
+
+
+@overload
 def tool(
-    function: Callable[..., Awaitable[Any]] | None = None,
+    *,
+    name: str | None = None,
+    timeout: timedelta = ...,
+    retry: RetryPolicy | None = None,
+    local: bool = False,
+) -> Callable[[ToolFunction], Tool]: ...
+
+
+def tool(
+    function: ToolFunction | None = None,
+    /,
     *,
     name: str | None = None,
     timeout: timedelta = timedelta(seconds=30),
     retry: RetryPolicy | None = None,
-) -> Any:
+    local: bool = False,
+) -> Tool | Callable[[ToolFunction], Tool]:
     """Make an async function a :class:`Tool` (usable as ``@tool`` or ``@tool(...)``).
 
     Args:
@@ -166,6 +186,10 @@ def tool(
         timeout: How long one attempt may take (the activity's start-to-close timeout).
         retry: Retries of a failing attempt; five with backoff by default. Invalid
             arguments from the model are not retried: the model is told what is wrong.
+        local: Run as a local activity: in the worker that runs the turn, inside the
+            workflow task, without a round trip through the task queue. For short
+            calls (seconds); what a person waits for after approving one shrinks by
+            about a quarter (``docs/bench.md``).
     """
 
     def make(function: Callable[..., Awaitable[Any]]) -> Tool:
@@ -198,7 +222,8 @@ def tool(
             function=function,
             timeout=timeout,
             retry=retry or RetryPolicy(maximum_attempts=5),
-            activity=activity.defn(name=tool_name)(run),
+            local=local,
+            activity=activity.defn(name=f"tool:{tool_name}")(run),
         )
 
     return make(function) if function is not None else make

@@ -39,15 +39,23 @@ HISTORIES = Path(__file__).parent / "histories"
 Scenario = Callable[[Stack, str], Awaitable[None]]
 
 
-async def _interrupts(stack: Stack, thread_id: str, text: str, **extra: Any) -> list[Any]:
-    events = await post_run(stack.http, "demo", run_input(thread_id, "r1", text, **extra))
+async def _interrupts(
+    stack: Stack, thread_id: str, text: str, agent: str = "demo", **extra: Any
+) -> list[Any]:
+    events = await post_run(stack.http, agent, run_input(thread_id, "r1", text, **extra))
     interrupts: list[Any] = events[-1]["outcome"]["interrupts"]
     return interrupts
 
 
-async def _resume(stack: Stack, thread_id: str, entries: list[dict[str, Any]]) -> None:
+async def _resume(
+    stack: Stack, thread_id: str, entries: list[dict[str, Any]], agent: str = "demo"
+) -> None:
     body = {"threadId": thread_id, "runId": "r2", "messages": [], "resume": entries}
-    await post_run(stack.http, "demo", body)
+    await post_run(stack.http, agent, body)
+
+
+def _answer(interrupt: dict[str, Any], payload: Any) -> list[dict[str, Any]]:
+    return [{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]
 
 
 async def chat(stack: Stack, thread_id: str) -> None:
@@ -115,6 +123,27 @@ async def operator_resumed(stack: Stack, thread_id: str) -> None:
     await handle.execute_update("operator_resume", {"resume": [entry], "operator": "bob"})
 
 
+async def files_trusted(stack: Stack, thread_id: str) -> None:
+    """SDK: an ungated tool, then a hook's question answered "trust"; a later turn on the
+    thread deletes without asking."""
+    (question,) = await _interrupts(stack, thread_id, "clean /tmp/a.log", agent="files")
+    await _resume(stack, thread_id, _answer(question, "t"), agent="files")
+    body = run_input(thread_id, "r3", "clean /tmp/a.log", "and /tmp/b")
+    await post_run(stack.http, "files", body)
+
+
+async def transfer_restarted(stack: Stack, thread_id: str) -> None:
+    """SDK: a tool asks from inside, then runs again with the answer."""
+    (question,) = await _interrupts(stack, thread_id, "transfer 50 to Robin", agent="transfer")
+    await _resume(stack, thread_id, _answer(question, {"approved": True}), agent="transfer")
+
+
+async def clarify_chosen(stack: Stack, thread_id: str) -> None:
+    """SDK: an interrupt-only tool; its answer is the tool's result."""
+    (question,) = await _interrupts(stack, thread_id, "book a table", agent="clarify")
+    await _resume(stack, thread_id, _answer(question, "19:00"), agent="clarify")
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -124,10 +153,16 @@ SCENARIOS: dict[str, Scenario] = {
         form_expired,
         form_answered,
         operator_resumed,
+        files_trusted,
+        transfer_restarted,
+        clarify_chosen,
     )
 }
 """Scenarios on threads that continue as new only at the default bound."""
-CONTINUED: dict[str, Scenario] = {"continued_while_waiting": approval_with_edits}
+CONTINUED: dict[str, Scenario] = {
+    "continued_while_waiting": approval_with_edits,
+    "transfer_continued_while_waiting": transfer_restarted,
+}
 """Scenarios on threads that continue as new after every run."""
 
 

@@ -70,8 +70,8 @@ async def test_a_run_is_one_trace_from_gateway_to_activity(
     }
     first = {span.name for span in _trace_of(finished, "r1")}
     second = {span.name for span in _trace_of(finished, "r2")}
-    assert common <= first and "RunActivity:send_email" not in first
-    assert common | {"StartActivity:send_email", "RunActivity:send_email"} <= second
+    assert common <= first and "RunActivity:tool:send_email" not in first
+    assert common | {"StartActivity:tool:send_email", "RunActivity:tool:send_email"} <= second
     (root,) = [s for s in _trace_of(finished, "r2") if s.name == "AG-UI run"]
     assert root.attributes == {
         "agui.agent": "demo",
@@ -112,7 +112,7 @@ async def test_worker_and_gateway_processes_export_each_run_as_one_trace(
         wanted = {
             ("agui-gateway", "AG-UI run"),
             ("agui-worker", "HandleUpdate:run_agent"),
-            ("agui-worker", "RunActivity:generate_reply"),
+            ("agui-worker", "RunActivity:model:demo"),
         }
 
         async def one_trace() -> bool:

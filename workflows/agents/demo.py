@@ -1,9 +1,10 @@
-"""The ``demo`` agent: every kind of interrupt, deterministically.
+"""The ``demo`` agent: every kind of interrupt, deterministically, on the agent SDK.
 
-It reads the latest user message and, in one run, raises every interrupt that applies:
-an approval (with edits) for each email address, a form for the word ``quarterly``, a
-yes/no for ``confirm`` and a custom policy hold for ``policy``. With none of them it just
-answers through the demo model.
+It reads the latest user message and, in one run, asks everything that applies: an
+approval (with edits) for each email address, a form for the word ``quarterly``, a yes/no
+for ``confirm`` and a custom policy hold for ``policy``. With none of them its model
+answers. Its turn is custom code over the SDK's steps: all questions at once, then one
+summary of what each answer led to.
 """
 
 from __future__ import annotations
@@ -15,42 +16,25 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from ag_ui.core import (
-        AgentCapabilities,
-        HumanInTheLoopCapabilities,
-        IdentityCapabilities,
-        StateCapabilities,
-    )
+    from ag_ui.core import AgentCapabilities
 
-    from activities.email import Mailer, SendEmailInput
-    from activities.model import GenerateReplyInput, generate_reply
+    from activities import demo
+    from activities.chat import ProposedCall
+    from activities.model import generate_reply
+    from workflows.agents.legacy_demo import LegacyDemo
     from workflows.models import Answer
-    from workflows.runtime import InterruptRequest, RunContext
+    from workflows.runtime import RunContext
+    from workflows.sdk.agent import AgentDefinition
+    from workflows.sdk.asks import Ask, Reply
+    from workflows.sdk.context import AgentContext
+    from workflows.sdk.tools import Approval, ToolCallView
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 DEFAULT_EXPIRY = timedelta(days=3)
-
-APPROVE_WITH_EDITS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "approved": {"type": "boolean"},
-        "editedArgs": {
-            "type": "object",
-            "description": "Full replacement of the tool args. Not merged.",
-            "properties": {
-                "to": {"type": "string", "format": "email"},
-                "subject": {"type": "string"},
-                "body": {"type": "string"},
-            },
-            "required": ["to", "subject", "body"],
-            "additionalProperties": False,
-        },
-    },
-    "required": ["approved"],
-}
+SDK_PATCH = "demo-on-sdk"
+"""Turns begun before it run on :class:`LegacyDemo`."""
 
 QUARTERLY_FILING_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -61,128 +45,101 @@ QUARTERLY_FILING_SCHEMA: dict[str, Any] = {
     },
     "required": ["quarter", "year", "revenue"],
 }
+"""The spec's quarterly-filing form."""
 
-CONFIRMATION_SCHEMA: dict[str, Any] = {"type": "boolean"}
-
-MODEL_OPTIONS: dict[str, Any] = {
-    "start_to_close_timeout": timedelta(seconds=30),
-    "retry_policy": RetryPolicy(maximum_attempts=5),
-}
-"""The model call is a regular activity: a real model takes seconds and streams."""
-TOOL_OPTIONS: dict[str, Any] = {
-    "start_to_close_timeout": timedelta(seconds=10),
-    "retry_policy": RetryPolicy(maximum_attempts=5),
-}
-"""``send_email`` is a short call, so it runs as a local activity: in the worker, inside
-the workflow task that the approval opened, instead of a round trip through the task
-queue and a second workflow task. That cuts what a person waits for after approving by
-about a quarter (``docs/bench.md``). Retries are the same, and so is delivery: at least
-once, made effectively once by the idempotency key."""
+APPROVAL = Approval(
+    edits=True,
+    message=lambda call: (
+        f"Send email to {call.arguments['to']} with subject 'Hi'? You can edit it first."
+    ),
+)
 
 
-class DemoAgent:
-    """A deterministic agent that exercises the whole interrupt lifecycle."""
-
-    name = "demo"
-    remind_before: Sequence[timedelta] = (timedelta(days=1),)
-    description = (
-        "Asks approval before emailing each address you mention; 'quarterly' asks for a "
-        "filing, 'confirm' for a yes/no, 'policy' puts a policy hold; otherwise echoes."
-    )
-
-    def capabilities(self) -> AgentCapabilities:
-        """Interrupts of every core reason, approve-with-edits, persistent state."""
-        return AgentCapabilities(
-            identity=IdentityCapabilities(name=self.name, description=self.description),
-            state=StateCapabilities(snapshots=True, persistent_state=True),
-            human_in_the_loop=HumanInTheLoopCapabilities(
-                supported=True, approvals=True, interrupts=True, approve_with_edits=True
-            ),
-        )
-
-    def activities(self) -> list[Callable[..., Any]]:
-        """The demo model; ``send_email`` needs the worker's settings, so the worker
-        registers it."""
-        return [generate_reply]
-
-    async def run(self, ctx: RunContext) -> None:
-        """Raise every interrupt the latest user message calls for, then act on the answers."""
-        text = ctx.latest_user_text()
-        words = set(re.findall(r"[a-z]+", text.lower()))
-        addresses = EMAIL.findall(text)
-        calls = ctx.propose_tool_calls(
-            [("send_email", {"to": to, "subject": "Hi", "body": text}) for to in addresses]
-        )
-        requests = [
-            InterruptRequest(
-                reason="tool_call",
-                tool_call_id=call.id,
-                message=f"Send email to {to} with subject 'Hi'? You can edit it first.",
-                response_schema=APPROVE_WITH_EDITS_SCHEMA,
-            )
-            for call, to in zip(calls, addresses, strict=True)
+async def demo_turn(ctx: AgentContext) -> None:
+    """Ask every question the latest user message calls for, then act on the answers."""
+    text = ctx.latest_user_text()
+    words = set(re.findall(r"[a-z]+", text.lower()))
+    calls = ctx.propose(
+        [
+            ProposedCall(name="send_email", arguments={"to": to, "subject": "Hi", "body": text})
+            for to in EMAIL.findall(text)
         ]
-        if "quarterly" in words:
-            requests.append(
-                InterruptRequest(
-                    reason="input_required",
-                    message="Please provide the quarterly filing details.",
-                    response_schema=QUARTERLY_FILING_SCHEMA,
-                    expires_at=ctx.now() + _expiry(ctx),
-                    remind_before=_reminders(ctx),
-                )
+    )
+    asks = [APPROVAL.ask(call, demo.send_email.spec) for call in calls] + _questions(ctx, words)
+    if not asks:
+        await ctx.model()
+        return
+    replies = await ctx.interrupt_all(asks)
+    lines = [await _email(ctx, call, reply) for call, reply in zip(calls, replies, strict=False)]
+    for reply in replies[len(calls) :]:
+        lines.append(_outcome(ctx, reply))
+    ctx.say(" ".join(lines))
+
+
+def _questions(ctx: AgentContext, words: set[str]) -> list[Ask[Any]]:
+    asks: list[Ask[Any]] = []
+    if "quarterly" in words:
+        asks.append(
+            Ask(
+                "input_required",
+                message="Please provide the quarterly filing details.",
+                response=QUARTERLY_FILING_SCHEMA,
+                expires=_expiry(ctx),
+                remind_before=_reminders(ctx),
             )
-        if "confirm" in words:
-            requests.append(
-                InterruptRequest(
-                    reason="confirmation",
-                    message="Do you confirm?",
-                    response_schema=CONFIRMATION_SCHEMA,
-                )
-            )
-        if "policy" in words:
-            requests.append(
-                InterruptRequest(
-                    reason="demo:policy_hold",
-                    message="This request is on hold until a policy reviewer releases it.",
-                )
-            )
-        if requests:
-            ctx.interrupt(requests)
-            return
-        reply = await workflow.execute_activity(
-            generate_reply, GenerateReplyInput(prompt=text), **MODEL_OPTIONS
         )
-        ctx.say(reply.chunks)
-
-    async def resume(self, ctx: RunContext, answers: list[Answer]) -> None:
-        """Act on each answer, then report what happened in one message.
-
-        Everything needed is in the answers' interrupts (the approval's tool call is
-        found by its id), so this works however long ago, and in whichever workflow
-        run, the interrupts were raised.
-        """
-        lines = []
-        for answer in answers:
-            match answer.interrupt.reason:
-                case "tool_call":
-                    lines.append(await _email(ctx, answer))
-                case "input_required":
-                    lines.append(_filing(ctx, answer))
-                case "confirmation":
-                    lines.append(_confirmation(answer))
-                case _:
-                    lines.append(_policy(answer))
-        ctx.say([" ".join(lines)])
+    if "confirm" in words:
+        asks.append(Ask("confirmation", message="Do you confirm?", response=bool))
+    if "policy" in words:
+        asks.append(
+            Ask(
+                "demo:policy_hold",
+                message="This request is on hold until a policy reviewer releases it.",
+            )
+        )
+    return asks
 
 
-def _expiry(ctx: RunContext) -> timedelta:
+async def _email(ctx: AgentContext, call: ToolCallView, reply: Reply[Any]) -> str:
+    """Send the email the reply approved (with its edits), or report why not."""
+    decision = reply.value or {}
+    if not reply.resolved or not decision.get("approved"):
+        why = "denied" if reply.resolved else reply.status
+        ctx.tool_result(call, json.dumps({"sent": False, "reason": why}))
+        return f"Email to {call.arguments['to']}: Not sent: {why}."
+    email = decision.get("editedArgs") or call.arguments
+    sent = await ctx.call_tool(ToolCallView(call.id, call.name, email))
+    ctx.state.setdefault("outbox", []).append(
+        {"to": email["to"], "subject": email["subject"], "body": email["body"]}
+    )
+    ctx.tool_result(call, json.dumps({"sent": True, **sent}))
+    return f"Email to {email['to']}: sent."
+
+
+def _outcome(ctx: AgentContext, reply: Reply[Any]) -> str:
+    """The line for an answer to one of the agent's own questions."""
+    match reply.interrupt.reason:
+        case "input_required":
+            if not reply.resolved:
+                return f"Quarterly filing: {reply.status}, nothing filed."
+            filing: dict[str, Any] = reply.value or {}
+            ctx.state.setdefault("filings", []).append(filing)
+            return f"Filed {filing['quarter']} {filing['year']} with revenue {filing['revenue']}."
+        case "confirmation":
+            if not reply.resolved:
+                return f"Confirmation: {reply.status}."
+            return "Confirmed." if reply.value is True else "Not confirmed."
+        case _:
+            return "Policy hold released." if reply.resolved else f"Policy hold {reply.status}."
+
+
+def _expiry(ctx: AgentContext) -> timedelta:
     """``forwardedProps.expiresInSeconds``, or three days."""
     seconds = _forwarded(ctx, "expiresInSeconds")
     return timedelta(seconds=seconds) if isinstance(seconds, int | float) else DEFAULT_EXPIRY
 
 
-def _reminders(ctx: RunContext) -> list[timedelta] | None:
+def _reminders(ctx: AgentContext) -> list[timedelta] | None:
     """``forwardedProps.remindBeforeSeconds`` (a list of numbers), or the agent's default."""
     seconds = _forwarded(ctx, "remindBeforeSeconds")
     if not isinstance(seconds, list):
@@ -190,48 +147,52 @@ def _reminders(ctx: RunContext) -> list[timedelta] | None:
     return [timedelta(seconds=s) for s in seconds if isinstance(s, int | float)]
 
 
-def _forwarded(ctx: RunContext, name: str) -> Any:
+def _forwarded(ctx: AgentContext, name: str) -> Any:
     props = ctx.input.forwarded_props
     return props.get(name) if isinstance(props, dict) else None
 
 
-async def _email(ctx: RunContext, answer: Answer) -> str:
-    """Send the email the answer approved (with its edits), or report why not."""
-    assert answer.interrupt.tool_call_id is not None, "approvals are bound to a tool call"
-    call = ctx.tool_call(answer.interrupt.tool_call_id)
-    args = json.loads(call.function.arguments)
-    if not answer.resolved or not answer.payload.get("approved"):
-        why = {"resolved": "denied", "cancelled": "cancelled", "expired": "expired"}
-        outcome = f"Not sent: {why[answer.status]}."
-        ctx.tool_result(call, json.dumps({"sent": False, "reason": why[answer.status]}))
-        return f"Email to {args['to']}: {outcome}"
-    email = answer.payload.get("editedArgs") or args
-    # Thread, tool call and the approval that let it run: the same approved call, run
-    # again by a retry or a replayed workflow task, is the same email.
-    key = f"{workflow.info().workflow_id}/{call.id}/{answer.interrupt.id}"
-    sent = await workflow.execute_local_activity_method(
-        Mailer.send_email, SendEmailInput(**email, idempotency_key=key), **TOOL_OPTIONS
-    )
-    ctx.state.setdefault("outbox", []).append(
-        {"to": email["to"], "subject": email["subject"], "body": email["body"]}
-    )
-    ctx.tool_result(call, json.dumps({"sent": True, "messageId": sent.message_id}))
-    return f"Email to {email['to']}: sent."
+DEMO = AgentDefinition(
+    name="demo",
+    description=(
+        "Asks approval before emailing each address you mention; 'quarterly' asks for a "
+        "filing, 'confirm' for a yes/no, 'policy' puts a policy hold; otherwise echoes."
+    ),
+    model=demo.MODEL,
+    tools=[demo.send_email],
+    approvals={"send_email": APPROVAL},
+    remind_before=(timedelta(days=1),),
+    turn=demo_turn,
+)
 
 
-def _filing(ctx: RunContext, answer: Answer) -> str:
-    if not answer.resolved:
-        return f"Quarterly filing: {answer.status}, nothing filed."
-    filing = answer.payload
-    ctx.state.setdefault("filings", []).append(filing)
-    return f"Filed {filing['quarter']} {filing['year']} with revenue {filing['revenue']}."
+class DemoAgent:
+    """``demo`` as served: :data:`DEMO`, except for turns that began on
+    :class:`LegacyDemo` (before ``SDK_PATCH``), which finish on it."""
 
+    name = DEMO.name
+    description = DEMO.description
+    remind_before: Sequence[timedelta] = DEMO.remind_before
 
-def _confirmation(answer: Answer) -> str:
-    if not answer.resolved:
-        return f"Confirmation: {answer.status}."
-    return "Confirmed." if answer.payload is True else "Not confirmed."
+    def __init__(self) -> None:
+        self._legacy = LegacyDemo()
 
+    def capabilities(self) -> AgentCapabilities:
+        return DEMO.capabilities()
 
-def _policy(answer: Answer) -> str:
-    return "Policy hold released." if answer.resolved else f"Policy hold {answer.status}."
+    def activities(self) -> list[Callable[..., Any]]:
+        """Both versions' (the legacy ``send_email`` needs settings: the worker adds it)."""
+        return [*DEMO.activities(), generate_reply]
+
+    async def run(self, ctx: RunContext) -> None:
+        if workflow.patched(SDK_PATCH):
+            await DEMO.run(ctx)
+        else:
+            await self._legacy.run(ctx)
+
+    async def resume(self, ctx: RunContext, answers: list[Answer]) -> None:
+        # A turn the SDK paused has a journal; one the legacy agent paused has none.
+        if ctx.journal.scopes:
+            await DEMO.resume(ctx, answers)
+        else:
+            await self._legacy.resume(ctx, answers)

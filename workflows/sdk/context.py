@@ -1,98 +1,31 @@
-"""What agent code (hooks, policies, custom turns) works with: :class:`AgentContext`."""
+"""What agent code (hooks, tools' approvals, custom turns) works with: :class:`AgentContext`."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ag_ui.core import Interrupt, Message, RunAgentInput
-    from pydantic import TypeAdapter, ValidationError
-    from temporalio.exceptions import ApplicationError
+    from ag_ui.core import Message, RunAgentInput
 
-    from activities.tooling import json_schema
-    from workflows.errors import ErrorCode
-    from workflows.models import Answer, AnswerStatus
-    from workflows.runtime import InterruptRequest, RunContext, word_deltas
+    from activities.chat import ChatRequest, ProposedCall
+    from activities.tooling import Tool, ToolInvocation, ToolOutcome
+    from workflows.runtime import RunContext
+    from workflows.sdk.asks import Ask, Reply
     from workflows.sdk.journal import Scope, Suspend
+    from workflows.sdk.streaming import LiveReply
+    from workflows.sdk.tools import InterruptTool, ToolCallView
+
+if TYPE_CHECKING:
+    from workflows.sdk.agent import AgentDefinition
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Ask(Generic[T]):
-    """One question for a person: an interrupt as agent code asks for it.
-
-    Args:
-        reason: ``tool_call``, ``input_required``, ``confirmation`` or ``<framework>:<name>``.
-        message: What the person is asked.
-        response: The answer's shape: a type (a pydantic model, ``bool``, a ``Literal``…),
-            whose schema the client gets and whose value the agent gets back, or a JSON
-            Schema (the agent gets the payload as sent). ``None``: anything.
-        expires: A duration from now, or a moment; after it the answer is ``expired``.
-        metadata: Passed to the client with the interrupt.
-        tool_call_id: The tool call the question is about.
-        remind_before: Reminders before ``expires``; the agent's by default.
-    """
-
-    reason: str
-    message: str | None = None
-    response: Any = None
-    """``type[T]``, a JSON Schema or ``None`` (typing cannot name ``Literal[...]`` as a
-    ``type[T]``, hence ``Any``)."""
-    expires: timedelta | datetime | None = None
-    metadata: dict[str, Any] | None = None
-    tool_call_id: str | None = None
-    remind_before: list[timedelta] | None = None
-
-    def request(self, now: datetime) -> InterruptRequest:
-        expires_at = now + self.expires if isinstance(self.expires, timedelta) else self.expires
-        return InterruptRequest(
-            reason=self.reason,
-            message=self.message,
-            tool_call_id=self.tool_call_id,
-            response_schema=json_schema(self.response),
-            expires_at=expires_at,
-            metadata=self.metadata,
-            remind_before=self.remind_before,
-        )
-
-    def reply(self, answer: Answer) -> Reply[T]:
-        """The answer as agent code receives it: the payload validated as ``response``."""
-        value: Any = answer.payload
-        if answer.resolved and not isinstance(self.response, dict | None):
-            try:
-                value = TypeAdapter(self.response).validate_python(answer.payload)
-            except ValidationError as error:
-                # The client's payload passed the interrupt's JSON Schema, so the
-                # schema and the type disagree: a bug in the agent, reported as such.
-                raise ApplicationError(
-                    f"The answer to {answer.interrupt.id} does not fit {self.response}: {error}",
-                    type=ErrorCode.AGENT_FAILED.value,
-                    non_retryable=True,
-                ) from error
-        return Reply(answer.interrupt, answer.status, value if answer.resolved else None)
-
-
-@dataclass(frozen=True)
-class Reply(Generic[T]):
-    """A person's answer to an :class:`Ask`."""
-
-    interrupt: Interrupt
-    status: AnswerStatus
-    """``resolved``, ``cancelled``, or ``expired`` (nobody answered in time)."""
-    value: T | None
-    """The answer, of the ask's ``response`` type; ``None`` unless ``resolved``."""
-
-    @property
-    def resolved(self) -> bool:
-        return self.status == "resolved"
 
 
 class AgentContext:
@@ -105,9 +38,10 @@ class AgentContext:
     or make them idempotent (``memory["trusted"] = True``, not ``+= 1``).
     """
 
-    def __init__(self, run: RunContext, scope: Scope) -> None:
+    def __init__(self, run: RunContext, scope: Scope, agent: AgentDefinition) -> None:
         self.run = run
         self.scope = scope
+        self.agent = agent
 
     @property
     def input(self) -> RunAgentInput:
@@ -175,6 +109,8 @@ class AgentContext:
 
     async def interrupt_all(self, asks: Sequence[Ask[Any]]) -> list[Reply[Any]]:
         """Ask several questions at once; their answers, in the same order."""
+        if not asks:
+            return []
         step = self.scope.recorded("interrupts")
         if step is None:
             now = self.now()
@@ -186,9 +122,9 @@ class AgentContext:
         return [ask.reply(answer) for ask, answer in zip(asks, step.answers, strict=True)]
 
     def say(self, text: str) -> None:
-        """Send an assistant message (streamed word by word) and add it to the thread."""
+        """Send an assistant message (in one delta) and add it to the thread."""
         if self.scope.recorded("say") is None:
-            self.run.say(word_deltas(text))
+            self.run.say([text])
             self.scope.record("say")
 
     async def gather(
@@ -215,7 +151,7 @@ class AgentContext:
             if finished is not None:
                 result: T = finished.value
                 return result
-            value = await function(AgentContext(self.run, scope))
+            value = await function(AgentContext(self.run, scope, self.agent))
             scope.finish(json.loads(json.dumps(value)))
             return value
 
@@ -227,3 +163,163 @@ class AgentContext:
         if failures:
             raise Suspend
         return outcomes  # type: ignore[return-value]
+
+    async def model(self) -> list[ToolCallView]:
+        """Ask the agent's model; its text and tool calls reach the client as it
+        generates them. Returns the tool calls it asked for (none: it has answered)."""
+        step = self.scope.recorded("model")
+        if step is None:
+            activity_id = f"model-{workflow.uuid4()}"
+            live = LiveReply(self.run)
+            self.run.listeners[activity_id] = live.on_delta
+            try:
+                reply = await workflow.execute_activity(
+                    self.agent.model.activity,
+                    ChatRequest(
+                        agent=self.agent.name,
+                        messages=list(self.messages),
+                        tools=[tool.spec for tool in self.agent.tools],
+                    ),
+                    activity_id=activity_id,
+                    start_to_close_timeout=self.agent.model.timeout,
+                    retry_policy=self.agent.model.retry,
+                    summary="model",
+                )
+            finally:
+                del self.run.listeners[activity_id]
+            calls = _views(live.finish(reply), reply.tool_calls)
+            self.scope.record("model", calls)
+        else:
+            calls = step.value
+        return [ToolCallView(**call) for call in calls]
+
+    def propose(self, calls: Sequence[ProposedCall]) -> list[ToolCallView]:
+        """Announce tool calls the turn's own code decided on, as a model's would be."""
+        step = self.scope.recorded("propose")
+        if step is None:
+            announced = self.run.propose_tool_calls([(c.name, c.arguments) for c in calls])
+            step_value = _views(announced, calls)
+            self.scope.record("propose", step_value)
+        else:
+            step_value = step.value
+        return [ToolCallView(**call) for call in step_value]
+
+    async def run_tools(self, calls: list[ToolCallView]) -> list[str]:
+        """Run a batch of tool calls concurrently, each behind its approval and the
+        agent's hooks; their results (also sent to the client and the conversation)."""
+        for hook in self.agent.before_batch:
+            await hook(self, calls)
+        return await self.gather([(call.id, _settle(call)) for call in calls])
+
+    async def call_tool(self, call: ToolCallView) -> Any:
+        """Run one tool call now, without approval or hooks; its result. When the tool
+        asks (``ToolInterrupt``), the turn waits for the answer, then the tool's result
+        is the answer (*respond*) or the tool runs again with it (*restart*)."""
+        tool = self.agent.tool(call.name)
+        if tool is None:
+            return {"error": f"There is no tool named {call.name!r}."}
+        if isinstance(tool, InterruptTool):
+            ask = tool.ask(**dict(tool.arguments.model_validate(call.arguments)))
+            [reply] = await self.interrupt_all([replace(ask, tool_call_id=call.id)])
+            return reply.value if reply.resolved else _unanswered(reply.status)
+        resumed = None
+        while True:
+            outcome = ToolOutcome.model_validate(
+                await self.scope.step("tool", lambda: self._invoke(tool, call, resumed))  # noqa: B023 - called at once
+            )
+            if outcome.error is not None:
+                return {"error": outcome.error}
+            if outcome.interrupt is None:
+                return outcome.result
+            asked = outcome.interrupt
+            reply = await self.interrupt(
+                asked.reason,
+                message=asked.message,
+                response=asked.response_schema,
+                metadata=asked.metadata,
+                tool_call_id=call.id,
+            )
+            if not reply.resolved:
+                return _unanswered(reply.status)
+            if asked.respond:
+                return reply.value
+            resumed = reply.value
+
+    def tool_result(self, call: ToolCallView, content: str) -> None:
+        """Report a call's result (``TOOL_CALL_RESULT``) and add it to the conversation."""
+        if self.scope.recorded("result") is None:
+            self.run.tool_result(self.run.tool_call(call.id), content)
+            self.scope.record("result")
+
+    async def _invoke(self, tool: Tool, call: ToolCallView, resumed: Any) -> dict[str, Any]:
+        invocation = ToolInvocation(
+            tool_call_id=call.id,
+            thread_id=self.input.thread_id,
+            arguments=call.arguments,
+            resumed=resumed,
+        )
+        if tool.local:
+            outcome = await workflow.execute_local_activity(
+                tool.activity,
+                invocation,
+                start_to_close_timeout=tool.timeout,
+                retry_policy=tool.retry,
+                summary=tool.name,
+            )
+        else:
+            outcome = await workflow.execute_activity(
+                tool.activity,
+                invocation,
+                start_to_close_timeout=tool.timeout,
+                retry_policy=tool.retry,
+                summary=tool.name,
+            )
+        return outcome.model_dump(mode="json", by_alias=True)
+
+
+def _settle(call: ToolCallView) -> Callable[[AgentContext], Awaitable[str]]:
+    """One call of a batch, in its own scope: approval, hooks, the tool, its result."""
+
+    async def settle(ctx: AgentContext) -> str:
+        agent = ctx.agent
+        if agent.tool(call.name) is None:
+            call.cancel(f"There is no tool named {call.name!r}.")
+        approval = agent.approvals.get(call.name)
+        if call.cancelled is None and approval is not None and approval.applies(call):
+            await _approve(ctx, call, approval.ask(call, agent.spec(call.name)))
+        for hook in agent.before_tool:
+            await hook(ctx, call)
+        content = call.cancelled
+        if content is None:
+            result = await ctx.call_tool(call)
+            for after in agent.after_tool:
+                await after(ctx, call, result)
+            content = result if isinstance(result, str) else json.dumps(result)
+        ctx.tool_result(call, content)
+        return content
+
+    return settle
+
+
+async def _approve(ctx: AgentContext, call: ToolCallView, ask: Ask[dict[str, Any]]) -> None:
+    """Wait for the approval; a denial cancels the call, edits replace its arguments."""
+    [reply] = await ctx.interrupt_all([ask])
+    decision = reply.value or {}
+    if not reply.resolved:
+        call.cancel(_unanswered(reply.status))
+    elif not decision.get("approved"):
+        call.cancel("Not run: the user denied it.")
+    elif "editedArgs" in decision:
+        call.arguments = decision["editedArgs"]
+
+
+def _views(announced: Sequence[Any], asked: Sequence[ProposedCall]) -> list[dict[str, Any]]:
+    """Announced tool calls (with their ids) as recorded: what ``ToolCallView`` takes."""
+    return [
+        {"id": made.id, "name": call.name, "arguments": call.arguments}
+        for made, call in zip(announced, asked, strict=True)
+    ]
+
+
+def _unanswered(status: str) -> str:
+    return f"Not run: the question was {status}."

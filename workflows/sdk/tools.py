@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
     from activities.tooling import arguments_model, tool_spec
-    from workflows.sdk.context import Ask
+    from workflows.sdk.asks import Ask
 
 
 @dataclass
