@@ -40,6 +40,10 @@ class Reply:
     hold_after: int | None = None
     interval_seconds: float = 0.0
     """Pause between chunks, as a model generating tokens would (bench)."""
+    error_after: int | None = None
+    """Break off after this many chunks with an error event, as an overloaded server does."""
+    status: int = 200
+    """Anything else: answer with this status and an error body, streaming nothing."""
 
 
 class ChatServer:
@@ -107,6 +111,16 @@ class ChatServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
                 reply = server._next()
+                if reply.status != 200:
+                    failure = json.dumps(
+                        {"error": {"message": "unavailable", "type": "server_error"}}
+                    ).encode()
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(failure)))
+                    self.end_headers()
+                    self.wfile.write(failure)
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
@@ -116,6 +130,12 @@ class ChatServer:
                         server._holding.set()
                         server._released.wait(HOLD_LIMIT_SECONDS)
                         server._holding.clear()
+                        server._released.clear()
+                    if count == reply.error_after:
+                        broken = {"error": {"message": "overloaded", "type": "server_error"}}
+                        self.wfile.write(f"data: {json.dumps(broken)}\n\n".encode())
+                        self.wfile.flush()
+                        return
                     if count and reply.interval_seconds:
                         time.sleep(reply.interval_seconds)
                     self._send(body["model"], {"role": "assistant", **delta}, None)

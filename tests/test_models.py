@@ -150,3 +150,43 @@ async def test_tool_calls_stream_as_args_and_the_results_go_back_to_the_model(
         }
     ]
     assert second[2] == {"role": "tool", "tool_call_id": call_id, "content": "Bergen: sunny"}
+
+
+async def test_a_reply_broken_off_midway_is_retried_and_completed_once(
+    model: tuple[ChatServer, Stack],
+) -> None:
+    server, stack = model
+    server.script(
+        Reply(text=["Par", "tial ", "unsent"], hold_after=2, error_after=2),
+        Reply(text=["Whole ", "reply."]),
+    )
+    thread_id = new_thread()
+
+    then, events = await stream_until(
+        stack, run_input(thread_id, "r1", "hi"), server, lambda seen: text(seen) == "Partial "
+    )
+
+    # The failed attempt's message is closed where it broke off; the retry streams anew.
+    starts = [e["messageId"] for e in events if e["type"] == "TEXT_MESSAGE_START"]
+    assert len(starts) == 2 and starts[0] != starts[1]
+    assert text(events) == "Partial Whole reply."
+    assert events[-1]["outcome"] == {"type": "success"}
+    assert_valid_stream(events, thread_id)
+    view = (await stack.http.get(f"/threads/{thread_id}")).json()
+    assert [m["content"] for m in view["messages"] if m["role"] == "assistant"] == ["Whole reply."]
+
+
+async def test_a_model_server_that_keeps_failing_is_a_run_error(
+    model: tuple[ChatServer, Stack],
+) -> None:
+    server, stack = model
+    server.script(*[Reply(status=503)] * 3)
+    thread_id = new_thread()
+
+    failed = await post_run(stack.http, "llm", run_input(thread_id, "r1", "hi"))
+
+    assert failed[-1]["type"] == "RUN_ERROR"
+    assert failed[-1]["code"] == "AGENT_FAILED"
+    assert len(server.requests) == 3
+    again = await post_run(stack.http, "llm", run_input(thread_id, "r2", "hi", "again"))
+    assert again[-1]["outcome"] == {"type": "success"}

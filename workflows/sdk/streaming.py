@@ -43,6 +43,8 @@ class LiveReply:
         """Streamed tool calls by index: ``(id, name, arguments so far)``."""
 
     def on_delta(self, delta: ModelDelta) -> None:
+        if self._attempt is not None and delta.attempt < self._attempt:
+            return  # A failed attempt's last signal, arriving after its retry began.
         if delta.attempt != self._attempt:
             if self._attempt is not None:
                 # The activity is being retried: what the failed attempt streamed is
