@@ -23,6 +23,11 @@ with workflow.unsafe.imports_passed_through():
     from activities import demo
     from activities.chat import ProposedCall
     from activities.model import generate_reply
+    from workflows.agents.demo_forms import (
+        QUARTERLY_FILING_SCHEMA,
+        form_expiry,
+        form_reminders,
+    )
     from workflows.agents.legacy_demo import LegacyDemo
     from workflows.models import Answer
     from workflows.runtime import RunContext
@@ -32,20 +37,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.sdk.tools import Approval, ToolCallView
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-DEFAULT_EXPIRY = timedelta(days=3)
 SDK_PATCH = "demo-on-sdk"
 """Turns begun before it run on :class:`LegacyDemo`."""
-
-QUARTERLY_FILING_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "quarter": {"type": "string", "enum": ["Q1", "Q2", "Q3", "Q4"]},
-        "year": {"type": "integer", "minimum": 2000},
-        "revenue": {"type": "number"},
-    },
-    "required": ["quarter", "year", "revenue"],
-}
-"""The spec's quarterly-filing form."""
 
 APPROVAL = Approval(
     edits=True,
@@ -84,8 +77,8 @@ def _questions(ctx: AgentContext, words: set[str]) -> list[Ask[Any]]:
                 "input_required",
                 message="Please provide the quarterly filing details.",
                 response=QUARTERLY_FILING_SCHEMA,
-                expires=_expiry(ctx),
-                remind_before=_reminders(ctx),
+                expires=form_expiry(ctx.input),
+                remind_before=form_reminders(ctx.input),
             )
         )
     if "confirm" in words:
@@ -131,25 +124,6 @@ def _outcome(ctx: AgentContext, reply: Reply[Any]) -> str:
             return "Confirmed." if reply.value is True else "Not confirmed."
         case _:
             return "Policy hold released." if reply.resolved else f"Policy hold {reply.status}."
-
-
-def _expiry(ctx: AgentContext) -> timedelta:
-    """``forwardedProps.expiresInSeconds``, or three days."""
-    seconds = _forwarded(ctx, "expiresInSeconds")
-    return timedelta(seconds=seconds) if isinstance(seconds, int | float) else DEFAULT_EXPIRY
-
-
-def _reminders(ctx: AgentContext) -> list[timedelta] | None:
-    """``forwardedProps.remindBeforeSeconds`` (a list of numbers), or the agent's default."""
-    seconds = _forwarded(ctx, "remindBeforeSeconds")
-    if not isinstance(seconds, list):
-        return None
-    return [timedelta(seconds=s) for s in seconds if isinstance(s, int | float)]
-
-
-def _forwarded(ctx: AgentContext, name: str) -> Any:
-    props = ctx.input.forwarded_props
-    return props.get(name) if isinstance(props, dict) else None
 
 
 DEMO = AgentDefinition(

@@ -27,11 +27,15 @@ with workflow.unsafe.imports_passed_through():
 
     from activities.email import Mailer, SendEmailInput
     from activities.model import GenerateReplyInput, generate_reply
+    from workflows.agents.demo_forms import (
+        QUARTERLY_FILING_SCHEMA,
+        form_expiry,
+        form_reminders,
+    )
     from workflows.models import Answer
     from workflows.runtime import InterruptRequest, RunContext
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-DEFAULT_EXPIRY = timedelta(days=3)
 
 APPROVE_WITH_EDITS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -50,16 +54,6 @@ APPROVE_WITH_EDITS_SCHEMA: dict[str, Any] = {
         },
     },
     "required": ["approved"],
-}
-
-QUARTERLY_FILING_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "quarter": {"type": "string", "enum": ["Q1", "Q2", "Q3", "Q4"]},
-        "year": {"type": "integer", "minimum": 2000},
-        "revenue": {"type": "number"},
-    },
-    "required": ["quarter", "year", "revenue"],
 }
 
 CONFIRMATION_SCHEMA: dict[str, Any] = {"type": "boolean"}
@@ -123,8 +117,8 @@ class LegacyDemo:
                     reason="input_required",
                     message="Please provide the quarterly filing details.",
                     response_schema=QUARTERLY_FILING_SCHEMA,
-                    expires_at=ctx.now() + _expiry(ctx),
-                    remind_before=_reminders(ctx),
+                    expires_at=ctx.now() + form_expiry(ctx.input),
+                    remind_before=form_reminders(ctx.input),
                 )
             )
         if "confirm" in words:
@@ -169,25 +163,6 @@ class LegacyDemo:
                 case _:
                     lines.append(_policy(answer))
         ctx.say([" ".join(lines)])
-
-
-def _expiry(ctx: RunContext) -> timedelta:
-    """``forwardedProps.expiresInSeconds``, or three days."""
-    seconds = _forwarded(ctx, "expiresInSeconds")
-    return timedelta(seconds=seconds) if isinstance(seconds, int | float) else DEFAULT_EXPIRY
-
-
-def _reminders(ctx: RunContext) -> list[timedelta] | None:
-    """``forwardedProps.remindBeforeSeconds`` (a list of numbers), or the agent's default."""
-    seconds = _forwarded(ctx, "remindBeforeSeconds")
-    if not isinstance(seconds, list):
-        return None
-    return [timedelta(seconds=s) for s in seconds if isinstance(s, int | float)]
-
-
-def _forwarded(ctx: RunContext, name: str) -> Any:
-    props = ctx.input.forwarded_props
-    return props.get(name) if isinstance(props, dict) else None
 
 
 async def _email(ctx: RunContext, answer: Answer) -> str:
