@@ -1,4 +1,5 @@
-"""The demo agent's ``send_email`` tool.
+"""The legacy demo agent's ``send_email`` activity (``workflows/agents/legacy_demo.py``);
+the current demo's tool is ``activities/demo.py``'s.
 
 A stand-in for a real mail API. With a mail URL configured (``AGUI_DEMO_MAIL_URL``) it
 posts each email there as JSON; without one it delivers nothing. Either way it behaves

@@ -1,7 +1,6 @@
-"""The demo agent's model: a deterministic stand-in for an LLM call.
-
-It lives behind an activity like a real model would, so the workflow code that drives it
-is the code that will later drive a real one.
+"""The legacy demo agent's model (``workflows/agents/legacy_demo.py``): a deterministic
+stand-in for an LLM call. Registered while turns begun on the legacy demo may remain;
+the current demo's model is ``activities/demo.py``'s.
 """
 
 from __future__ import annotations
