@@ -1,5 +1,6 @@
 """Fixtures: for the session, one real Temporal dev server, worker and gateway; per
-test, a time-skipping test server or a local HTTP receiver."""
+test, a time-skipping test server, a local HTTP receiver, or a local chat-completions
+server with an agent whose model it is."""
 
 from __future__ import annotations
 
@@ -10,10 +11,15 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from tests.helpers import TEST_SERVER, Stack, serve_stack, start_dev_server
+from activities.openai_chat import OpenAIModel
+from activities.tooling import tool
+from tests.chat_server import ChatServer
+from tests.helpers import TEST_SERVER, Stack, registered, serve_stack, start_dev_server
 from tests.receiver import Receiver
 from worker import register_search_attributes
 from workflows import search_attributes
+from workflows.sdk.agent import AgentDefinition
+from workflows.sdk.tools import Approval
 
 
 @pytest.fixture(scope="session")
@@ -56,3 +62,28 @@ async def skipping() -> AsyncIterator[WorkflowEnvironment]:
     await register_search_attributes(env.client, search_attributes.ALL)
     yield env
     await env.shutdown()
+
+
+@tool
+async def weather(city: str) -> str:
+    """Today's weather in ``city``."""
+    return f"{city}: sunny"
+
+
+@pytest.fixture
+async def llm(client: Client) -> AsyncIterator[tuple[ChatServer, Stack]]:
+    """A local chat-completions server, and a stack serving the agent ``llm`` whose
+    ``OpenAIModel`` it is (with a ``weather`` tool that needs approval)."""
+    with ChatServer().serving() as server:
+        agent = AgentDefinition(
+            name="llm",
+            description="An OpenAI-compatible model with a gated weather tool.",
+            model=OpenAIModel(
+                name="llm", model="local-model", base_url=server.base_url, api_key="k"
+            ),
+            tools=[weather],
+            approvals={"weather": Approval(edits=True)},
+        )
+        with registered(agent):
+            async with serve_stack(client) as stack:
+                yield server, stack

@@ -4,14 +4,8 @@ its text and tool calls reach the SSE client while the model is still generating
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-from temporalio.client import Client
-
-from activities.openai_chat import OpenAIModel
-from activities.tooling import tool
 from tests.chat_server import ChatServer, Reply, ScriptedCall
 from tests.helpers import (
     Stack,
@@ -19,38 +13,10 @@ from tests.helpers import (
     eventually,
     new_thread,
     post_run,
-    registered,
     run_input,
-    serve_stack,
     sse_messages,
     types,
 )
-from workflows.sdk.agent import AgentDefinition
-from workflows.sdk.tools import Approval
-
-
-@tool
-async def weather(city: str) -> str:
-    """Today's weather in ``city``."""
-    return f"{city}: sunny"
-
-
-@pytest.fixture
-async def model(client: Client) -> AsyncIterator[tuple[ChatServer, Stack]]:
-    """A chat server, and a stack serving an agent whose model it is."""
-    with ChatServer().serving() as server:
-        agent = AgentDefinition(
-            name="llm",
-            description="An OpenAI-compatible model with a gated weather tool.",
-            model=OpenAIModel(
-                name="llm", model="local-model", base_url=server.base_url, api_key="k"
-            ),
-            tools=[weather],
-            approvals={"weather": Approval(edits=True)},
-        )
-        with registered(agent):
-            async with serve_stack(client) as stack:
-                yield server, stack
 
 
 async def stream_until(
@@ -79,9 +45,9 @@ def text(events: list[dict[str, Any]]) -> str:
 
 
 async def test_text_reaches_the_client_while_the_model_is_generating(
-    model: tuple[ChatServer, Stack],
+    llm: tuple[ChatServer, Stack],
 ) -> None:
-    server, stack = model
+    server, stack = llm
     server.script(Reply(text=["Hel", "lo ", "wor", "ld."], hold_after=2))
     thread_id = new_thread()
 
@@ -102,9 +68,9 @@ async def test_text_reaches_the_client_while_the_model_is_generating(
 
 
 async def test_tool_calls_stream_as_args_and_the_results_go_back_to_the_model(
-    model: tuple[ChatServer, Stack],
+    llm: tuple[ChatServer, Stack],
 ) -> None:
-    server, stack = model
+    server, stack = llm
     server.script(
         Reply(tool_calls=[ScriptedCall("weather", {"city": "Oslo"}, pieces=3)], hold_after=2),
         Reply(text=["Sunny ", "in ", "Bergen."]),
@@ -153,9 +119,9 @@ async def test_tool_calls_stream_as_args_and_the_results_go_back_to_the_model(
 
 
 async def test_a_reply_broken_off_midway_is_retried_and_completed_once(
-    model: tuple[ChatServer, Stack],
+    llm: tuple[ChatServer, Stack],
 ) -> None:
-    server, stack = model
+    server, stack = llm
     server.script(
         Reply(text=["Par", "tial ", "unsent"], hold_after=2, error_after=2),
         Reply(text=["Whole ", "reply."]),
@@ -177,9 +143,9 @@ async def test_a_reply_broken_off_midway_is_retried_and_completed_once(
 
 
 async def test_a_model_server_that_keeps_failing_is_a_run_error(
-    model: tuple[ChatServer, Stack],
+    llm: tuple[ChatServer, Stack],
 ) -> None:
-    server, stack = model
+    server, stack = llm
     server.script(*[Reply(status=503)] * 3)
     thread_id = new_thread()
 

@@ -13,15 +13,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.chat_server import ChatServer, Reply, ScriptedCall
 from tests.helpers import Stack, new_thread
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 
 
-async def drive(stack: Stack, tmp_path: Path, steps: list[dict[str, Any]]) -> dict[str, Any]:
+async def drive(
+    stack: Stack, tmp_path: Path, steps: list[dict[str, Any]], agent: str = "demo"
+) -> dict[str, Any]:
     """Run ``steps`` on a new thread with ``HttpAgent``; return the script's report."""
     spec = {
-        "url": f"{stack.http.base_url}/agents/demo",
+        "url": f"{stack.http.base_url}/agents/{agent}",
         "threadId": new_thread(),
         "timeoutMs": 30000,
         "steps": steps,
@@ -107,3 +110,58 @@ async def test_a_plain_run_is_accepted_unchanged(stack: Stack, tmp_path: Path) -
     assert step["events"] == step["wireEvents"]
     assert step["warnings"] == []
     assert report["messages"][-1]["content"] == "You said: hello"
+
+
+async def test_http_agent_drives_a_hook_question_of_an_sdk_agent(
+    stack: Stack, tmp_path: Path
+) -> None:
+    report = await drive(
+        stack,
+        tmp_path,
+        [
+            {"runId": "r1", "messages": [user("m1", "clean /tmp/a.log")]},
+            {"runId": "r2", "messages": [], "respond": [{"status": "resolved", "payload": "y"}]},
+        ],
+        agent="files",
+    )
+
+    first, second = report["steps"]
+    assert [e["type"] for e in first["events"]].count("TOOL_CALL_RESULT") == 1
+    assert [i["reason"] for i in first["pendingInterrupts"]] == ["tool_call"]
+    assert second["events"][-1]["outcome"] == {"type": "success"}
+    assert first["warnings"] == second["warnings"] == []
+    assert report["state"]["deleted"] == ["/tmp/a.log"]
+
+
+async def test_http_agent_accepts_a_streamed_model_reply_with_text_and_tool_calls(
+    llm: tuple[ChatServer, Stack], tmp_path: Path
+) -> None:
+    server, stack = llm
+    server.script(
+        Reply(text=["Let me ", "check."], tool_calls=[ScriptedCall("weather", {"city": "Oslo"})]),
+        Reply(text=["Sunny ", "in ", "Oslo."]),
+    )
+    report = await drive(
+        stack,
+        tmp_path,
+        [
+            {"runId": "r1", "messages": [user("m1", "weather in Oslo?")]},
+            {
+                "runId": "r2",
+                "messages": [],
+                "respond": [{"status": "resolved", "payload": {"approved": True}}],
+            },
+        ],
+        agent="llm",
+    )
+
+    first, second = report["steps"]
+    wire = [e["type"] for e in first["wireEvents"]]
+    # Text first, closed before the tool call starts (AG-UI's order); all accepted.
+    assert wire.index("TEXT_MESSAGE_END") < wire.index("TOOL_CALL_START")
+    deltas = [e["delta"] for e in first["wireEvents"] if e["type"] == "TOOL_CALL_ARGS"]
+    assert json.loads("".join(deltas)) == {"city": "Oslo"}
+    assert first["events"] == first["wireEvents"]
+    assert first["events"][-1]["outcome"]["type"] == "interrupt"
+    assert second["events"][-1]["outcome"] == {"type": "success"}
+    assert report["messages"][-1]["content"] == "Sunny in Oslo."
