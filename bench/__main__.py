@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from bench.cycles import measure_cycles
+from bench.cycles import measure_cycles, measure_resumes
 from bench.floor import measure_floor
 from bench.report import Results, render
 from bench.runs import measure_runs, thread_history
@@ -94,6 +94,7 @@ async def _bench(counts: Counts, model_server: ChatServer) -> Results:
             floor[c] = await measure_floor(stack.client, stack.bench_task_queue, counts.floor[c], c)
             runs[c] = await measure_runs(http, counts.runs[c], c, counts.runs_per_thread)
         cycles = {c: await measure_cycles(http, counts.cycles[c], c) for c in CYCLE_CONCURRENCIES}
+        resumes = await measure_resumes(http, counts.cycles[16], 16)
         history = await thread_history(stack.client, http, counts.history_runs)
         streams = await measure_streams(
             stack.client, stack.settings, stack.bench_task_queue, counts.stream_runs
@@ -101,7 +102,7 @@ async def _bench(counts: Counts, model_server: ChatServer) -> Results:
         tokens = await measure_tokens(
             http, model_server, counts.token_replies, counts.tokens_per_reply
         )
-    return Results(floor, runs, cycles, history, streams, tokens)
+    return Results(floor, runs, cycles, resumes, history, streams, tokens)
 
 
 async def main() -> None:

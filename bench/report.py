@@ -18,6 +18,8 @@ class Results:
     floor: dict[int, Summary]
     runs: dict[int, Summary]
     cycles: dict[int, Summary]
+    resumes: Summary
+    """Resumes alone at c=16, on threads paused beforehand."""
     history: HistoryGrowth
     streams: list[VariantResult]
     tokens: Summary
@@ -69,6 +71,11 @@ def render(results: Results) -> str:
             f"{_latency_row(f'resume c={concurrency}', cycles)}"
             f"{cycles.percentile(50) / c1_floor:>10.1f}x{cycles.rate / raw_rate:>11.0%}"
         )
+    resumes = results.resumes
+    lines.append(
+        f"{_latency_row('resume only c=16', resumes)}"
+        f"{resumes.percentile(50) / c1_floor:>10.1f}x{resumes.rate / raw_rate:>11.0%}"
+    )
     history = results.history
     runs_count = len(history.per_run)
     lines += [
