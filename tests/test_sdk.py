@@ -29,8 +29,9 @@ from tests.helpers import registered
 from worker import build_worker
 from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunReply, RunRequest, ThreadStart
 from workflows.sdk.agent import AgentDefinition
+from workflows.sdk.asks import Ask
 from workflows.sdk.context import AgentContext
-from workflows.sdk.tools import Approval, ToolCallView
+from workflows.sdk.tools import Approval, ToolCallView, interrupt_tool
 
 RAN: Counter[str] = Counter()
 """Tool runs and model calls, by ``<thread>/<name>``."""
@@ -73,6 +74,12 @@ async def pay(amount: float) -> str:
     """Pay, with the card the user gives (the answer is the result: *respond*)."""
     RAN[f"{tool_context().thread_id}/pay"] += 1
     raise ToolInterrupt(f"Which card for {amount}?", response={"type": "string"}, respond=True)
+
+
+@interrupt_tool
+def choose(options: list[str]) -> Ask[str]:
+    """Let the user pick one of ``options``."""
+    return Ask("input_required", message="Pick one", response={"enum": options})
 
 
 class Guest(BaseModel):
@@ -131,7 +138,7 @@ def agent(name: str, **definition: Any) -> AgentDefinition:
         name=name,
         description=name,
         model=ScriptedModel(name, play),
-        tools=[lookup, book, pay],
+        tools=[lookup, book, pay, choose],
         **definition,
     )
 
@@ -362,3 +369,27 @@ async def test_a_cancelled_approval_does_not_run_the_tool(skipping: WorkflowEnvi
         done = await thread.send({"messages": [], "resume": [entry]})
         assert results(done) == {approval["toolCallId"]: "Not run: the question was cancelled."}
         assert thread.ran("book") == 0
+
+
+async def test_invalid_arguments_from_the_model_are_its_to_read(
+    skipping: WorkflowEnvironment,
+) -> None:
+    async with session(skipping, APPROVALS) as thread:
+        reply = await thread.send(
+            {
+                "messages": [
+                    {
+                        "id": thread.thread_id,
+                        "role": "user",
+                        "content": json.dumps(
+                            [[call("lookup", town="Oslo"), call("choose", choices=["a"])]]
+                        ),
+                    }
+                ]
+            }
+        )
+
+        [first, second] = [json.loads(content)["error"] for content in said(reply)]
+        assert "Invalid arguments for" in first and "Invalid arguments for" in second
+        assert interrupts_of(reply) == []
+        assert thread.ran("lookup") == 0

@@ -23,7 +23,6 @@ with workflow.unsafe.imports_passed_through():
         StateCapabilities,
         ToolsCapabilities,
     )
-    from ag_ui.core import Tool as ToolSpec
     from temporalio.exceptions import ApplicationError
 
     from activities.chat import ChatModel
@@ -131,8 +130,3 @@ class AgentDefinition:
     def tool(self, name: str) -> Tool | InterruptTool | None:
         """The tool the model calls ``name``."""
         return next((tool for tool in self.tools if tool.name == name), None)
-
-    def spec(self, name: str) -> ToolSpec:
-        tool = self.tool(name)
-        assert tool is not None, f"no tool {name!r}"
-        return tool.spec

@@ -13,6 +13,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import Message, RunAgentInput
+    from pydantic import ValidationError
 
     from activities.chat import ChatRequest, ProposedCall
     from activities.tooling import Tool, ToolInvocation, ToolOutcome
@@ -198,11 +199,11 @@ class AgentContext:
         step = self.scope.recorded("propose")
         if step is None:
             announced = self.run.propose_tool_calls([(c.name, c.arguments) for c in calls])
-            step_value = _views(announced, calls)
-            self.scope.record("propose", step_value)
+            views = _views(announced, calls)
+            self.scope.record("propose", views)
         else:
-            step_value = step.value
-        return [ToolCallView(**call) for call in step_value]
+            views = step.value
+        return [ToolCallView(**view) for view in views]
 
     async def run_tools(self, calls: list[ToolCallView]) -> list[str]:
         """Run a batch of tool calls concurrently, each behind its approval and the
@@ -219,7 +220,11 @@ class AgentContext:
         if tool is None:
             return {"error": f"There is no tool named {call.name!r}."}
         if isinstance(tool, InterruptTool):
-            ask = tool.ask(**dict(tool.arguments.model_validate(call.arguments)))
+            try:
+                arguments = tool.arguments.model_validate(call.arguments)
+            except ValidationError as error:
+                return {"error": f"Invalid arguments for {tool.name}: {error}"}
+            ask = tool.ask(**dict(arguments))
             [reply] = await self.interrupt_all([replace(ask, tool_call_id=call.id)])
             return reply.value if reply.resolved else _unanswered(reply.status)
         resumed = None
@@ -282,11 +287,12 @@ def _settle(call: ToolCallView) -> Callable[[AgentContext], Awaitable[str]]:
 
     async def settle(ctx: AgentContext) -> str:
         agent = ctx.agent
-        if agent.tool(call.name) is None:
-            call.cancel(f"There is no tool named {call.name!r}.")
+        tool = agent.tool(call.name)
         approval = agent.approvals.get(call.name)
-        if call.cancelled is None and approval is not None and approval.applies(call):
-            await _approve(ctx, call, approval.ask(call, agent.spec(call.name)))
+        if tool is None:
+            call.cancel(f"There is no tool named {call.name!r}.")
+        elif approval is not None and approval.applies(call):
+            await _approve(ctx, call, approval.ask(call, tool.spec))
         for hook in agent.before_tool:
             await hook(ctx, call)
         content = call.cancelled
