@@ -16,7 +16,7 @@ from pydantic import Field
 from activities.chat import ChatReply, ChatRequest, ScriptedModel, last_user_text
 from activities.tooling import tool, tool_context
 from activities.webhooks import post_json
-from settings import Settings
+from settings import process_settings
 
 Address = Annotated[str, Field(json_schema_extra={"format": "email"})]
 
@@ -25,7 +25,7 @@ Address = Annotated[str, Field(json_schema_extra={"format": "email"})]
 async def send_email(to: Address, subject: str, body: str) -> dict[str, str]:
     """Send an email; the message id is a function of the call's idempotency key."""
     key = tool_context().idempotency_key
-    settings = Settings()
+    settings = process_settings()
     if settings.demo_mail_url is not None:
         email = {"to": to, "subject": subject, "body": body}
         await post_json(settings.demo_mail_url, email, key, settings.webhook_timeout_seconds)

@@ -20,7 +20,7 @@ from temporalio import activity
 from temporalio.common import RetryPolicy
 
 from activities.chat import ChatReply, ChatRequest, DeltaSender, ProposedCall
-from settings import Settings
+from settings import process_settings
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class OpenAIModel:
 
     async def _complete(self, request: ChatRequest) -> ChatReply:
         """Stream one completion, forwarding its text and tool calls as they arrive."""
-        settings = Settings()
+        settings = process_settings()
         client = AsyncOpenAI(
             base_url=self.base_url or settings.openai_base_url,
             api_key=self.api_key or settings.openai_api_key,
