@@ -17,10 +17,9 @@ with workflow.unsafe.imports_passed_through():
 
     from activities.chat import ChatRequest, ProposedCall
     from activities.tooling import Tool, ToolInvocation, ToolOutcome
-    from workflows.runtime import RunContext
+    from workflows.runtime import AssistantReply, RunContext
     from workflows.sdk.asks import Ask, Reply
     from workflows.sdk.journal import Scope, Suspend
-    from workflows.sdk.streaming import LiveReply
     from workflows.sdk.tools import InterruptTool, ToolCallView
 
 if TYPE_CHECKING:
@@ -171,7 +170,7 @@ class AgentContext:
         step = self.scope.recorded("model")
         if step is None:
             activity_id = f"model-{workflow.uuid4()}"
-            live = LiveReply(self.run)
+            live = AssistantReply(self.run)
             self.run.listeners[activity_id] = live.on_delta
             try:
                 reply = await workflow.execute_activity(
@@ -188,7 +187,8 @@ class AgentContext:
                 )
             finally:
                 del self.run.listeners[activity_id]
-            calls = _views(live.finish(reply), reply.tool_calls)
+            message = live.finish(reply.text, [(c.name, c.arguments) for c in reply.tool_calls])
+            calls = _views(message.tool_calls or [], reply.tool_calls)
             self.scope.record("model", calls)
         else:
             calls = step.value
