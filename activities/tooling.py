@@ -143,8 +143,6 @@ class Tool:
 
     name: str
     spec: ToolSpec
-    arguments: type[BaseModel]
-    function: Callable[..., Awaitable[Any]]
     timeout: timedelta
     retry: RetryPolicy
     local: bool
@@ -218,8 +216,6 @@ def tool(
         return Tool(
             name=tool_name,
             spec=tool_spec(function, tool_name, arguments),
-            arguments=arguments,
-            function=function,
             timeout=timeout,
             retry=retry or RetryPolicy(maximum_attempts=5),
             local=local,
