@@ -188,19 +188,20 @@ class Thread:
         stream = await start_run(self.client, self.settings, AGENT, run_input)
         first: float | None = None
         last: float | None = None
-        async for item in stream.events():
+        async for page in stream.pages():
             now = time.perf_counter() - start
             first = now if first is None else first
-            event = item.event
-            if isinstance(event, MessagesSnapshotEvent):
-                self.conversation.remember(
-                    [
-                        m.model_dump(mode="json", by_alias=True, exclude_none=True)
-                        for m in event.messages
-                    ]
-                )
-            elif isinstance(event, RunFinishedEvent):
-                last = now
+            for item in page:
+                event = item.event
+                if isinstance(event, MessagesSnapshotEvent):
+                    self.conversation.remember(
+                        [
+                            m.model_dump(mode="json", by_alias=True, exclude_none=True)
+                            for m in event.messages
+                        ]
+                    )
+                elif isinstance(event, RunFinishedEvent):
+                    last = now
         if first is None or last is None:
             raise RuntimeError(f"thread run {run_input.run_id} ended without RUN_FINISHED")
         return RunTiming(first, last)

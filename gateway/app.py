@@ -39,7 +39,7 @@ from gateway.metrics import GatewayMetrics, RequestCounter
 from gateway.streaming import RunStream, attach, find_run, start_run, thread_handle
 from settings import Settings, connect
 from workflows.agents import AGENTS
-from workflows.models import ThreadStatus
+from workflows.models import SequencedEvent, ThreadStatus
 from workflows.runtime import Agent
 from workflows.thread import ThreadWorkflow
 
@@ -71,22 +71,24 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
     return app
 
 
-def _client(request: Request) -> Client:
+# Dependencies are coroutines, even those that never await: FastAPI runs a plain function
+# in its thread pool, a thread hop per dependency per request.
+async def _client(request: Request) -> Client:
     client: Client = request.app.state.client
     return client
 
 
-def _metrics(request: Request) -> GatewayMetrics:
+async def _metrics(request: Request) -> GatewayMetrics:
     metrics: GatewayMetrics = request.app.state.metrics
     return metrics
 
 
-def _settings(request: Request) -> Settings:
+async def _settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def _agent(agent_id: str) -> Agent:
+async def _agent(agent_id: str) -> Agent:
     agent = AGENTS.get(agent_id)
     if agent is None:
         raise ApiError(
@@ -126,9 +128,15 @@ RunInputDep = Annotated[RunAgentInput, Depends(_run_input)]
 Streamed = tuple[int | None, BaseEvent]
 """An event to send and its SSE ``id``: its ``seq`` in the thread's event log, or
 ``None`` for an event the thread never recorded (the ``RUN_ERROR`` of a rejected run)."""
+Page = list[Streamed]
+"""Events that arrived together: the gateway writes them to the client in one chunk."""
 
 
-async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator[Streamed]:
+def _streamed(page: list[SequencedEvent]) -> Page:
+    return [(item.seq, item.event) for item in page]
+
+
+async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator[Page]:
     """The run's events, always closed by ``RUN_FINISHED`` or ``RUN_ERROR``.
 
     A run the thread rejected never started there, but AG-UI requires every run to open
@@ -137,39 +145,45 @@ async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator
     """
     started = False
     try:
-        async for item in stream.events():
+        async for page in stream.pages():
             started = True
-            yield item.seq, item.event
+            yield _streamed(page)
     except RUN_FAILURES as err:
+        opening: Page = []
         if not started:
-            yield (
-                None,
-                RunStartedEvent(
-                    thread_id=run_input.thread_id,
-                    run_id=run_input.run_id,
-                    protocol_version=PROTOCOL_VERSION,
-                ),
+            opening.append(
+                (
+                    None,
+                    RunStartedEvent(
+                        thread_id=run_input.thread_id,
+                        run_id=run_input.run_id,
+                        protocol_version=PROTOCOL_VERSION,
+                    ),
+                )
             )
-        yield None, run_error_from(err)
+        yield [*opening, (None, run_error_from(err))]
 
 
-def _sse(events: AsyncIterator[Streamed], compat: str | None = None) -> StreamingResponse:
-    """An AG-UI event stream as a ``text/event-stream`` response.
+def _sse(pages: AsyncIterator[Page], compat: str | None = None) -> StreamingResponse:
+    """An AG-UI event stream as a ``text/event-stream`` response, a chunk per page.
 
     Args:
-        events: The events to send, each with its SSE ``id``.
+        pages: The events to send, each with its SSE ``id``.
         compat: ``"draft"`` to send interrupts in the earlier draft's shape too.
     """
     encoder = EventEncoder()
 
+    def encode(seq: int | None, event: BaseEvent) -> str:
+        data = (
+            f"data: {json.dumps(encode_draft(event))}\n\n"
+            if compat == DRAFT
+            else encoder.encode(event)
+        )
+        return data if seq is None else f"id: {seq}\n{data}"
+
     async def body() -> AsyncIterator[str]:
-        async for seq, event in events:
-            data = (
-                f"data: {json.dumps(encode_draft(event))}\n\n"
-                if compat == DRAFT
-                else encoder.encode(event)
-            )
-            yield data if seq is None else f"id: {seq}\n{data}"
+        async for page in pages:
+            yield "".join(encode(seq, event) for seq, event in page)
 
     return StreamingResponse(
         body(),
@@ -253,8 +267,8 @@ def _add_routes(app: FastAPI) -> None:
                 stream = await start_run(client, settings, agent.name, run_input)
             except TEMPORAL_ERRORS as err:
                 raise temporal_unavailable(err) from err
-        events = metrics.observe_run(agent.name, run_input, _guarded(run_input, stream))
-        return _sse(metrics.time_stream("/agents/{agent_id}", events), compat)
+        pages = metrics.observe_run(agent.name, run_input, _guarded(run_input, stream))
+        return _sse(metrics.time_stream("/agents/{agent_id}", pages), compat)
 
     @app.get("/agents")
     async def list_agents() -> dict[str, Any]:
@@ -339,11 +353,11 @@ def _add_routes(app: FastAPI) -> None:
                 404, GatewayErrorCode.UNKNOWN_RUN, f"Thread {thread_id!r} has no run {run_id!r}."
             )
 
-        async def events() -> AsyncIterator[Streamed]:
-            async for item in attach(thread, run, offset, settings.stream_poll_seconds):
-                yield item.seq, item.event
+        async def pages() -> AsyncIterator[Page]:
+            async for page in attach(thread, run, offset, settings.stream_poll_seconds):
+                yield _streamed(page)
 
-        return _sse(metrics.time_stream("/threads/{thread_id}/runs/{run_id}/events", events()))
+        return _sse(metrics.time_stream("/threads/{thread_id}/runs/{run_id}/events", pages()))
 
     @app.get("/metrics")
     async def prometheus(metrics: MetricsDep) -> Response:

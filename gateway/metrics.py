@@ -69,14 +69,17 @@ class GatewayMetrics:
         )
 
     async def observe_run(
-        self, agent: str, run_input: RunAgentInput, events: AsyncIterator[tuple[T, BaseEvent]]
-    ) -> AsyncIterator[tuple[T, BaseEvent]]:
-        """``events`` unchanged; counts and logs how the run ends."""
-        async for item in events:
-            event = item[1]
-            if isinstance(event, RunFinishedEvent | RunErrorEvent):
-                self._run_ended(agent, run_input, event)
-            yield item
+        self,
+        agent: str,
+        run_input: RunAgentInput,
+        pages: AsyncIterator[list[tuple[T, BaseEvent]]],
+    ) -> AsyncIterator[list[tuple[T, BaseEvent]]]:
+        """``pages`` of events unchanged; counts and logs how the run ends."""
+        async for page in pages:
+            for _, event in page:
+                if isinstance(event, RunFinishedEvent | RunErrorEvent):
+                    self._run_ended(agent, run_input, event)
+            yield page
 
     def _run_ended(
         self, agent: str, run_input: RunAgentInput, event: RunFinishedEvent | RunErrorEvent

@@ -77,8 +77,9 @@ class RunStream:
         self._update = update
         self._poll_seconds = poll_seconds
 
-    async def events(self) -> AsyncIterator[SequencedEvent]:
-        """The run's events in order, ending with its terminal event."""
+    async def pages(self) -> AsyncIterator[list[SequencedEvent]]:
+        """The run's events in order, ending with its terminal event, in pages: the
+        events that arrived together, which the gateway writes to the client at once."""
         result = asyncio.ensure_future(self._update.result())
         after = 0
         try:
@@ -89,12 +90,12 @@ class RunStream:
                 page = await self._thread.query(
                     ThreadWorkflow.events, EventsQuery(run_key=self._update.id, after=after)
                 )
-                for item in page.events:
-                    after = item.seq
-                    yield item
-            for item in result.result().events:
-                if item.seq > after:
-                    yield item
+                if page.events:
+                    after = page.events[-1].seq
+                    yield page.events
+            rest = [item for item in result.result().events if item.seq > after]
+            if rest:
+                yield rest
         finally:
             result.cancel()
 
@@ -112,16 +113,17 @@ async def find_run(thread: WorkflowHandle[ThreadWorkflow, None], run_id: str) ->
 
 async def attach(
     thread: WorkflowHandle[ThreadWorkflow, None], run: RunRecord, after: int, poll_seconds: float
-) -> AsyncIterator[SequencedEvent]:
-    """The run's events with ``seq > after``, then, while it is in flight, the live rest.
+) -> AsyncIterator[list[SequencedEvent]]:
+    """The run's events with ``seq > after``, then, while it is in flight, the live rest,
+    in pages as :meth:`RunStream.pages`.
 
     Ends after the run's terminal event; a finished run is read back at once.
     """
     while True:
         page = await thread.query(ThreadWorkflow.events, EventsQuery(run_key=run.key, after=after))
-        for item in page.events:
-            after = item.seq
-            yield item
+        if page.events:
+            after = page.events[-1].seq
+            yield page.events
         if page.ended:
             return
         await asyncio.sleep(poll_seconds)
@@ -134,7 +136,7 @@ async def start_run(
 
     Returns once the workflow has received the run. A run the workflow rejects raises
     ``WorkflowUpdateFailedError`` (its cause carries the stable code) from
-    :meth:`RunStream.events`, as update-with-start reports rejections with the outcome.
+    :meth:`RunStream.pages`, as update-with-start reports rejections with the outcome.
 
     Raises:
         RPCError: Temporal could not be reached.
