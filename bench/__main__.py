@@ -2,7 +2,8 @@
 
 Starts its own in-memory Temporal dev server, the engine's worker, the gateway on a
 loopback port and a worker for the bench's own workflows; measures, in order, the raw
-update floor, full AG-UI runs over HTTP at concurrency 1 and 16, the interrupt cycle
+update floor, full AG-UI runs over HTTP at concurrency 1 and 16, the floor of an update
+that runs a local activity, the interrupt cycle
 (resume -> RUN_FINISHED) at 1, 16 and 64, one thread's history, the streaming
 alternatives, and a streamed model's token latency; prints one table; stops everything.
 See docs/bench.md.
@@ -93,6 +94,12 @@ async def _bench(counts: Counts, model_server: ChatServer) -> Results:
             # Floor and runs back to back, so each ratio compares figures taken seconds apart.
             floor[c] = await measure_floor(stack.client, stack.bench_task_queue, counts.floor[c], c)
             runs[c] = await measure_runs(http, counts.runs[c], c, counts.runs_per_thread)
+        tool_floor = {
+            c: await measure_floor(
+                stack.client, stack.bench_task_queue, counts.floor[c], c, tool=True
+            )
+            for c in CONCURRENCIES
+        }
         cycles = {c: await measure_cycles(http, counts.cycles[c], c) for c in CYCLE_CONCURRENCIES}
         resumes = await measure_resumes(http, counts.cycles[16], 16)
         history = await thread_history(stack.client, http, counts.history_runs)
@@ -102,7 +109,7 @@ async def _bench(counts: Counts, model_server: ChatServer) -> Results:
         tokens = await measure_tokens(
             http, model_server, counts.token_replies, counts.tokens_per_reply
         )
-    return Results(floor, runs, cycles, resumes, history, streams, tokens)
+    return Results(floor, tool_floor, runs, cycles, resumes, history, streams, tokens)
 
 
 async def main() -> None:

@@ -16,6 +16,8 @@ class Results:
     """Everything ``python -m bench`` measured, by concurrency where it varies."""
 
     floor: dict[int, Summary]
+    tool_floor: dict[int, Summary]
+    """Updates that run a no-op local activity: Temporal's share of a resume with a tool."""
     runs: dict[int, Summary]
     cycles: dict[int, Summary]
     resumes: Summary
@@ -44,8 +46,17 @@ def _latency_row(name: str, summary: Summary) -> str:
 def render(results: Results) -> str:
     """The table: latencies in milliseconds, rates per second, history per run."""
     head = f"  {'':<{NAME_WIDTH}}{'n':>5}{'p50 ms':>8}{'p95 ms':>8}{'p99 ms':>8}{'per s':>9}"
-    lines = ["Raw floor: no-op Temporal update round trip, same server, one client", head]
+    lines = [
+        "Raw floors: Temporal update round trips, same server, one client",
+        f"{head}{'p50/update':>11}{'rate/update':>12}",
+    ]
     lines += [_latency_row(f"update c={c}", s) for c, s in results.floor.items()]
+    for concurrency, tool in results.tool_floor.items():
+        floor = results.floor[concurrency]
+        lines.append(
+            f"{_latency_row(f'update + local act. c={concurrency}', tool)}"
+            f"{tool.percentile(50) / floor.percentile(50):>10.1f}x{tool.rate / floor.rate:>11.0%}"
+        )
     lines += [
         "",
         "AG-UI run over HTTP: POST /agents/demo -> RUN_FINISHED read from SSE",

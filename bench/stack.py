@@ -23,7 +23,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from bench.workflows import BENCH_WORKFLOWS, reply_chunks
+from bench.workflows import BENCH_ACTIVITIES, BENCH_WORKFLOWS
 from gateway.app import create_app
 from settings import Settings
 from worker import build_worker
@@ -64,7 +64,7 @@ async def running_stack() -> AsyncIterator[Stack]:
             env.client,
             task_queue=bench_task_queue,
             workflows=BENCH_WORKFLOWS,
-            activities=[reply_chunks],
+            activities=BENCH_ACTIVITIES,
         )
         async with (
             build_worker(env.client, settings),

@@ -1,4 +1,4 @@
-"""The bench's own workflows: the update floor and two minimal ways to stream a run.
+"""The bench's own workflows: the update floors and two minimal ways to stream a run.
 
 They live in a module that imports nothing but Temporal and the standard library, so the
 workflow sandbox, which re-imports a workflow's module, accepts it as it is.
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
@@ -42,6 +43,20 @@ class FloorWorkflow:
     async def ping(self, value: int) -> int:
         """Return at once, so the round trip is Temporal's alone."""
         return value
+
+    @workflow.update
+    async def ping_tool(self, value: int) -> int:
+        """Run one no-op local activity, then return: the least Temporal work of a resume
+        that runs a tool, as the demo's approval does."""
+        return await workflow.execute_local_activity(
+            noop_tool, value, start_to_close_timeout=timedelta(seconds=30)
+        )
+
+
+@activity.defn
+async def noop_tool(value: int) -> int:
+    """A tool that does nothing, so ``ping_tool`` costs Temporal's work alone."""
+    return value
 
 
 @activity.defn
@@ -123,3 +138,4 @@ class StreamRunWorkflow:
 
 
 BENCH_WORKFLOWS: list[type] = [FloorWorkflow, UpdateRunWorkflow, StreamRunWorkflow]
+BENCH_ACTIVITIES: list[Callable[..., Any]] = [noop_tool, reply_chunks]
