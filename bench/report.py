@@ -71,22 +71,23 @@ def render(results: Results) -> str:
             f"{latency_ratio:>10.1f}x{rate_share:>11.0%}"
         )
     c1_floor = results.floor[1].percentile(50)
+    c1_tool = results.tool_floor[1].percentile(50)
     raw_rate = max(floor.rate for floor in results.floor.values())
+
+    def resume_row(name: str, summary: Summary) -> str:
+        p50 = summary.percentile(50)
+        return (
+            f"{_latency_row(name, summary)}{p50 / c1_floor:>10.1f}x"
+            f"{summary.rate / raw_rate:>11.0%}{p50 / c1_tool:>10.1f}x"
+        )
+
     lines += [
         "",
         "Interrupt cycle: run -> interrupt -> resume; latency of resume -> RUN_FINISHED",
-        f"{head}{'p50/floor':>11}{'cycles/raw':>12}",
+        f"{head}{'p50/floor':>11}{'cycles/raw':>12}{'p50/+act.':>11}",
     ]
-    for concurrency, cycles in results.cycles.items():
-        lines.append(
-            f"{_latency_row(f'resume c={concurrency}', cycles)}"
-            f"{cycles.percentile(50) / c1_floor:>10.1f}x{cycles.rate / raw_rate:>11.0%}"
-        )
-    resumes = results.resumes
-    lines.append(
-        f"{_latency_row('resume only c=16', resumes)}"
-        f"{resumes.percentile(50) / c1_floor:>10.1f}x{resumes.rate / raw_rate:>11.0%}"
-    )
+    lines += [resume_row(f"resume c={c}", cycles) for c, cycles in results.cycles.items()]
+    lines.append(resume_row("resume only c=16", results.resumes))
     history = results.history
     runs_count = len(history.per_run)
     lines += [
