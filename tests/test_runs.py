@@ -82,6 +82,22 @@ async def test_concurrent_first_runs_of_a_thread_start_one_workflow(stack: Stack
     assert sorted(run["runId"] for run in thread["runs"]) == ["r0", "r1", "r2", "r3"]
 
 
+async def test_a_thread_whose_workflow_ended_starts_a_new_one_on_its_next_run(
+    stack: Stack,
+) -> None:
+    thread_id = new_thread()
+    await post_run(stack.http, "demo", run_input(thread_id, "r1", "hello"))
+    assert stack.client is not None
+    await stack.client.get_workflow_handle(workflow_id_for(thread_id)).terminate("test")
+
+    events = await post_run(stack.http, "demo", run_input(thread_id, "r2", "again"))
+
+    assert events[-1]["outcome"] == {"type": "success"}
+    # A new workflow: the ended one's run is not part of the thread any more.
+    thread = (await stack.http.get(f"/threads/{thread_id}")).json()
+    assert [run["runId"] for run in thread["runs"]] == ["r2"]
+
+
 async def test_a_repeated_request_replays_the_run_instead_of_running_it_again(
     stack: Stack,
 ) -> None:
