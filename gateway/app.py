@@ -133,6 +133,7 @@ Page = list[Streamed]
 
 
 def _streamed(page: list[SequencedEvent]) -> Page:
+    """A page of the thread's events, each with its ``seq`` as its SSE ``id``."""
     return [(item.seq, item.event) for item in page]
 
 
@@ -149,19 +150,16 @@ async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator
             started = True
             yield _streamed(page)
     except RUN_FAILURES as err:
-        opening: Page = []
-        if not started:
-            opening.append(
-                (
-                    None,
-                    RunStartedEvent(
-                        thread_id=run_input.thread_id,
-                        run_id=run_input.run_id,
-                        protocol_version=PROTOCOL_VERSION,
-                    ),
-                )
+        error: Page = [(None, run_error_from(err))]
+        if started:
+            yield error
+        else:
+            opening = RunStartedEvent(
+                thread_id=run_input.thread_id,
+                run_id=run_input.run_id,
+                protocol_version=PROTOCOL_VERSION,
             )
-        yield [*opening, (None, run_error_from(err))]
+            yield [(None, opening), *error]
 
 
 def _sse(pages: AsyncIterator[Page], compat: str | None = None) -> StreamingResponse:
