@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -16,6 +17,13 @@ class Summary:
 
     latencies: tuple[float, ...]
     elapsed: float
+
+    @classmethod
+    def pooled(cls, batches: Iterable[Summary]) -> Summary:
+        """Batches taken apart, as one: their latencies together, their times added."""
+        parts = list(batches)
+        latencies = tuple(latency for part in parts for latency in part.latencies)
+        return cls(latencies, sum(part.elapsed for part in parts))
 
     @property
     def count(self) -> int:
