@@ -3,8 +3,8 @@
 Starts its own in-memory Temporal dev server, the engine's worker, the gateway on a
 loopback port and a worker for the bench's own workflows; measures the raw update floor,
 the floor of an update that runs a local activity, full AG-UI runs over HTTP and the
-interrupt cycle (resume -> RUN_FINISHED), at concurrency 1 in alternating rounds, then
-at 16 (the cycle also at 64); then resumes alone, one thread's history, the streaming
+interrupt cycle (resume -> RUN_FINISHED), at concurrency 1 and 16, each in alternating
+rounds; then the cycle at 64, resumes alone, one thread's history, the streaming
 alternatives, and a streamed model's token latency; prints one table; stops everything.
 See docs/bench.md.
 """
@@ -31,8 +31,12 @@ from tests.chat_server import ChatServer
 
 DEADLINE_SECONDS = 300.0
 """A hung server or worker must not hang the bench: give up well past a normal run."""
+CLIENTS = 64
+"""The most clients any measurement runs at once. Each gets a connection of its own: with
+fewer, clients wait for the pool (unfairly: some starve), which the latencies would
+count as the engine's."""
 ROUNDS = 5
-"""The c=1 measurements alternate in this many rounds (see :func:`_alternating`)."""
+"""The measurements at c=1 and c=16 alternate in this many rounds (:func:`_alternating`)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ class Counts:
 FULL = Counts(
     floor={1: 200, 16: 320},
     runs={1: 100, 16: 320},
-    cycles={1: 50, 16: 160, 64: 320},
+    cycles={1: 50, 16: 320, 64: 320},
     runs_per_thread=5,
     history_runs=20,
     stream_runs=30,
@@ -62,9 +66,9 @@ FULL = Counts(
     tokens_per_reply=50,
 )
 QUICK = Counts(
-    floor={1: 20, 16: 32},
-    runs={1: 10, 16: 32},
-    cycles={1: 5, 16: 16, 64: 64},
+    floor={1: 20, 16: 80},
+    runs={1: 10, 16: 80},
+    cycles={1: 5, 16: 80, 64: 64},
     runs_per_thread=2,
     history_runs=4,
     stream_runs=4,
@@ -80,14 +84,21 @@ async def bench(counts: Counts) -> Results:
         return await _bench(counts, model_server)
 
 
-Figures = dict[int, Summary]
-"""Summaries by concurrency."""
+@dataclass(frozen=True)
+class Alternated:
+    """The figures :func:`_alternating` takes at one concurrency."""
+
+    floor: Summary
+    tool_floor: Summary
+    runs: Summary
+    cycles: Summary
 
 
 async def _alternating(
-    stack: Stack, http: httpx.AsyncClient, counts: Counts
-) -> tuple[Figures, Figures, Figures, Figures]:
-    """The c=1 floors, runs and resumes, taken in alternating rounds and pooled.
+    stack: Stack, http: httpx.AsyncClient, counts: Counts, concurrency: int
+) -> Alternated:
+    """Both floors, runs and resume cycles at ``concurrency``, taken in alternating
+    rounds and pooled.
 
     This machine's speed drifts by up to 2x within minutes; round by round, the drift
     touches the floors and the runs alike, so their ratios hold.
@@ -96,19 +107,14 @@ async def _alternating(
     tool: list[Summary] = []
     runs: list[Summary] = []
     cycles: list[Summary] = []
-    queue = stack.bench_task_queue
+    client, queue, c = stack.client, stack.bench_task_queue, concurrency
     for _ in range(ROUNDS):
-        floor.append(await measure_floor(stack.client, queue, counts.floor[1] // ROUNDS, 1))
-        tool.append(
-            await measure_floor(stack.client, queue, counts.floor[1] // ROUNDS, 1, tool=True)
-        )
-        runs.append(await measure_runs(http, counts.runs[1] // ROUNDS, 1, counts.runs_per_thread))
-        cycles.append(await measure_cycles(http, counts.cycles[1] // ROUNDS, 1))
-    return (
-        {1: Summary.pooled(floor)},
-        {1: Summary.pooled(tool)},
-        {1: Summary.pooled(runs)},
-        {1: Summary.pooled(cycles)},
+        floor.append(await measure_floor(client, queue, counts.floor[c] // ROUNDS, c))
+        tool.append(await measure_floor(client, queue, counts.floor[c] // ROUNDS, c, tool=True))
+        runs.append(await measure_runs(http, counts.runs[c] // ROUNDS, c, counts.runs_per_thread))
+        cycles.append(await measure_cycles(http, counts.cycles[c] // ROUNDS, c))
+    return Alternated(
+        Summary.pooled(floor), Summary.pooled(tool), Summary.pooled(runs), Summary.pooled(cycles)
     )
 
 
@@ -116,19 +122,18 @@ async def _bench(counts: Counts, model_server: ChatServer) -> Results:
     async with (
         running_stack() as stack,
         httpx.AsyncClient(
-            base_url=stack.base_url, timeout=30, limits=httpx.Limits(max_connections=32)
+            base_url=stack.base_url,
+            timeout=30,
+            limits=httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS),
         ) as http,
     ):
         await measure_runs(http, counts.warmup_runs, 1, counts.runs_per_thread)
-        floor, tool_floor, runs, cycles = await _alternating(stack, http, counts)
-        # Each batch under load lasts seconds and saturates the machine: back to back.
-        floor[16] = await measure_floor(stack.client, stack.bench_task_queue, counts.floor[16], 16)
-        tool_floor[16] = await measure_floor(
-            stack.client, stack.bench_task_queue, counts.floor[16], 16, tool=True
-        )
-        runs[16] = await measure_runs(http, counts.runs[16], 16, counts.runs_per_thread)
-        for c in (16, 64):
-            cycles[c] = await measure_cycles(http, counts.cycles[c], c)
+        taken = {c: await _alternating(stack, http, counts, c) for c in (1, 16)}
+        floor = {c: figures.floor for c, figures in taken.items()}
+        tool_floor = {c: figures.tool_floor for c, figures in taken.items()}
+        runs = {c: figures.runs for c, figures in taken.items()}
+        cycles = {c: figures.cycles for c, figures in taken.items()}
+        cycles[CLIENTS] = await measure_cycles(http, counts.cycles[CLIENTS], CLIENTS)
         resumes = await measure_resumes(http, counts.cycles[16], 16)
         history = await thread_history(stack.client, http, counts.history_runs)
         streams = await measure_streams(
