@@ -123,9 +123,7 @@ class AgentContext:
 
     def say(self, text: str) -> None:
         """Send an assistant message (in one delta) and add it to the thread."""
-        if self.scope.recorded("say") is None:
-            self.run.say([text])
-            self.scope.record("say")
+        self.scope.once("say", lambda: self.run.say([text]))
 
     async def gather(
         self, work: Sequence[tuple[str, Callable[[AgentContext], Awaitable[T]]]]
@@ -140,8 +138,7 @@ class AgentContext:
         the others have finished or paused too; on resume the finished ones are not run
         again (their results are recorded), the paused ones run again from their top.
         """
-        if self.scope.recorded("gather") is None:
-            self.scope.record("gather")
+        self.scope.once("gather", lambda: None)
 
         scopes = {key: self.scope.child(key) for key, _ in work}
 
@@ -252,9 +249,9 @@ class AgentContext:
 
     def tool_result(self, call: ToolCallView, content: str) -> None:
         """Report a call's result (``TOOL_CALL_RESULT``) and add it to the conversation."""
-        if self.scope.recorded("result") is None:
-            self.run.tool_result(self.run.tool_call(call.id), content)
-            self.scope.record("result")
+        self.scope.once(
+            "result", lambda: self.run.tool_result(self.run.tool_call(call.id), content)
+        )
 
     async def _invoke(self, tool: Tool, call: ToolCallView, resumed: Any) -> dict[str, Any]:
         invocation = ToolInvocation(
@@ -263,22 +260,14 @@ class AgentContext:
             arguments=call.arguments,
             resumed=resumed,
         )
-        if tool.local:
-            outcome = await workflow.execute_local_activity(
-                tool.activity,
-                invocation,
-                start_to_close_timeout=tool.timeout,
-                retry_policy=tool.retry,
-                summary=tool.name,
-            )
-        else:
-            outcome = await workflow.execute_activity(
-                tool.activity,
-                invocation,
-                start_to_close_timeout=tool.timeout,
-                retry_policy=tool.retry,
-                summary=tool.name,
-            )
+        execute = workflow.execute_local_activity if tool.local else workflow.execute_activity
+        outcome = await execute(
+            tool.activity,
+            invocation,
+            start_to_close_timeout=tool.timeout,
+            retry_policy=tool.retry,
+            summary=tool.name,
+        )
         return outcome.model_dump(mode="json", by_alias=True)
 
 

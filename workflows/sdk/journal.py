@@ -80,6 +80,12 @@ class Scope:
         assert len(self.steps) == self._position - 1, "a step is recorded right after it is taken"
         self.steps.append(JournalStep(kind=kind, value=value, interrupt_ids=interrupt_ids or []))
 
+    def once(self, kind: str, effect: Callable[[], object]) -> None:
+        """Take the next step, an effect with nothing to remember, unless it was taken."""
+        if self.recorded(kind) is None:
+            effect()
+            self.record(kind)
+
     async def step(self, kind: str, take: Callable[[], Awaitable[Any]]) -> Any:
         """The value of the next step: recorded, or taken now (``take``) and recorded."""
         step = self.recorded(kind)
