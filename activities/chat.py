@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
 
-from ag_ui.core import AssistantMessage, Message, ToolMessage, UserMessage
+from ag_ui.core import AssistantMessage, Message, TextPart, ToolMessage, UserMessage
 from ag_ui.core import Tool as ToolSpec
 from pydantic import Field
 from temporalio import activity
@@ -84,10 +84,12 @@ class ScriptedModel:
 
 
 def last_user_text(messages: Sequence[Message]) -> str:
-    """The newest user message's text ("" when there is none), for scripts."""
+    """The newest user message's text ("" when there is none), for scripts and turns."""
     for message in reversed(messages):
-        if isinstance(message, UserMessage) and isinstance(message.content, str):
-            return message.content
+        if isinstance(message, UserMessage):
+            if isinstance(message.content, str):
+                return message.content
+            return " ".join(part.text for part in message.content if isinstance(part, TextPart))
     return ""
 
 

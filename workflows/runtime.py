@@ -26,17 +26,15 @@ with workflow.unsafe.imports_passed_through():
         TextMessageContentEvent,
         TextMessageEndEvent,
         TextMessageStartEvent,
-        TextPart,
         ToolCall,
         ToolCallArgsEvent,
         ToolCallEndEvent,
         ToolCallResultEvent,
         ToolCallStartEvent,
         ToolMessage,
-        UserMessage,
     )
 
-    from activities.chat import ModelDelta
+    from activities.chat import ModelDelta, last_user_text
     from workflows.models import Answer, Journal, Model, Reminder
 
 
@@ -164,12 +162,7 @@ class RunContext:
 
     def latest_user_text(self) -> str:
         """The text of the newest user message ("" when there is none)."""
-        for message in reversed(self.messages):
-            if isinstance(message, UserMessage):
-                if isinstance(message.content, str):
-                    return message.content
-                return " ".join(part.text for part in message.content if isinstance(part, TextPart))
-        return ""
+        return last_user_text(self.messages)
 
     def say(self, deltas: Iterable[str]) -> AssistantMessage:
         """Stream an assistant text message and add it to the thread.
