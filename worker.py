@@ -27,7 +27,6 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 import logs
 import tracing
-from activities.email import Mailer
 from activities.reminders import Reminders
 from settings import Settings, connect, telemetry_runtime
 from workflows import search_attributes
@@ -71,13 +70,27 @@ async def register_search_attributes(
 def activities(settings: Settings) -> list[Callable[..., Any]]:
     """The engine's activities, with the endpoints ``settings`` configure."""
     timeout = settings.webhook_timeout_seconds
+    _check_model_names()
     # An activity shared by agents (one tool, two agents) is registered once.
     served = dict.fromkeys(fn for agent in AGENTS.values() for fn in agent.activities())
     return [
         *served,
-        Mailer(settings.demo_mail_url, timeout).send_email,
         Reminders(settings.reminder_webhook_url, timeout).send_reminder,
     ]
+
+
+def _check_model_names() -> None:
+    """Refuse to start with two different models of one name: both would be the activity
+    ``model:<name>``, and one agent would silently be answered by the other's model."""
+    by_name: dict[str, tuple[str, object]] = {}
+    for agent in AGENTS.values():
+        model = agent.model
+        first = by_name.setdefault(model.name, (agent.name, model))
+        if first[1] is not model:
+            raise ValueError(
+                f"Agents {first[0]!r} and {agent.name!r} use two different models named "
+                f"{model.name!r}; give each model a name of its own (name=...)."
+            )
 
 
 WORKFLOW_RUNNER = SandboxedWorkflowRunner(

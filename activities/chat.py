@@ -49,6 +49,11 @@ class ChatModel(Protocol):
     """A model the SDK can call: the activity that calls it, and how patiently."""
 
     @property
+    def name(self) -> str:
+        """Names its activity (``model:<name>``): unique among a worker's models."""
+        ...
+
+    @property
     def activity(self) -> Callable[[ChatRequest], Awaitable[ChatReply]]: ...
 
     @property

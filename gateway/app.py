@@ -40,7 +40,7 @@ from gateway.streaming import RunStream, attach, find_run, start_run, thread_han
 from settings import Settings, connect
 from workflows.agents import AGENTS
 from workflows.models import SequencedEvent, ThreadStatus
-from workflows.runtime import Agent
+from workflows.sdk.agent import AgentDefinition
 from workflows.thread import ThreadWorkflow
 
 tracer = trace.get_tracer("agui.gateway")
@@ -88,7 +88,7 @@ async def _settings(request: Request) -> Settings:
     return settings
 
 
-async def _agent(agent_id: str) -> Agent:
+async def _agent(agent_id: str) -> AgentDefinition:
     agent = AGENTS.get(agent_id)
     if agent is None:
         raise ApiError(
@@ -121,7 +121,7 @@ async def _run_input(request: Request) -> RunAgentInput:
 ClientDep = Annotated[Client, Depends(_client)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
 MetricsDep = Annotated[GatewayMetrics, Depends(_metrics)]
-AgentDep = Annotated[Agent, Depends(_agent)]
+AgentDep = Annotated[AgentDefinition, Depends(_agent)]
 RunInputDep = Annotated[RunAgentInput, Depends(_run_input)]
 
 

@@ -26,7 +26,8 @@ from temporalio.client import Client, WorkflowExecution
 from workflows import search_attributes
 from workflows.interrupts import parse_expiry
 from workflows.models import Model, ThreadStatus, thread_id_of
-from workflows.thread import INTERRUPTS_MEMO, ThreadWorkflow
+from workflows.thread import ThreadWorkflow
+from workflows.visibility import INTERRUPTS_MEMO
 
 FILTER_VALUE = re.compile(r"^[\w:.\-]+$")
 """What an agent, status or reason filter may contain: no quotes, so no query injection."""

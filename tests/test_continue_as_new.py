@@ -10,6 +10,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
 from settings import Settings
 from tests.helpers import (
+    LONG_LIVED,
     Stack,
     eventually,
     history_chain,
@@ -22,7 +23,7 @@ from tests.helpers import (
 )
 from worker import build_worker
 from workflows.errors import ErrorCode
-from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunReply, RunRequest, ThreadStart
+from workflows.models import RunReply, RunRequest, ThreadStart
 from workflows.thread import RUNS_CARRIED, ThreadWorkflow
 
 CYCLES = 500
@@ -119,7 +120,7 @@ async def test_a_thread_of_500_interrupt_cycles_continues_as_new_within_bounds(
     async with build_worker(client, settings):
         thread = await client.start_workflow(
             ThreadWorkflow.run,
-            ThreadStart(thread_id=thread_id, agent="demo"),
+            ThreadStart(thread_id=thread_id, agent="demo", continue_as_new_after_runs=LONG_LIVED),
             id=f"agui-thread-{thread_id}",
             task_queue=settings.task_queue,
         )
@@ -150,7 +151,7 @@ async def test_a_thread_of_500_interrupt_cycles_continues_as_new_within_bounds(
         view = await thread.query(ThreadWorkflow.view)
         assert len(view.messages) == 2 * CYCLES
         assert view.messages[-1].content == "Confirmed."
-        assert len(view.runs) <= RUNS_CARRIED + CONTINUE_AS_NEW_AFTER_RUNS
+        assert len(view.runs) <= RUNS_CARRIED + LONG_LIVED
         # The ledger crossed every continue-as-new: the first cycle's answer replays
         # harmlessly and cannot be changed.
         replayed = await run(thread, {**first_resume, "runId": "replay"})
@@ -172,7 +173,7 @@ async def test_a_thread_of_500_interrupt_cycles_continues_as_new_within_bounds(
             f"started with {workflow_run.input_bytes} bytes"
         )
     # 1,000 runs, at most 100 per workflow run (fewer when Temporal suggests it sooner).
-    assert len(chain) > 2 * CYCLES // CONTINUE_AS_NEW_AFTER_RUNS
+    assert len(chain) > 2 * CYCLES // LONG_LIVED
     # Far below Temporal's warnings: 10,240 events or 10 MB a history, 512 KB a payload.
     assert all(w.events < 10_240 and w.bytes < 10 * 1024 * 1024 for w in chain)
     assert all(w.input_bytes < 512 * 1024 for w in chain)

@@ -9,18 +9,16 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from settings import Settings
-from tests.helpers import run_input
+from tests.helpers import LONG_LIVED, run_input
 from worker import build_worker
-from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunRequest, ThreadStart
+from workflows.models import RunRequest, ThreadStart
 from workflows.thread import ThreadWorkflow
 
 
 @pytest.mark.parametrize(
     "lifetime", [timedelta(hours=1), timedelta(days=3), timedelta(days=30)], ids=str
 )
-@pytest.mark.parametrize(
-    "continue_after", [CONTINUE_AS_NEW_AFTER_RUNS, 1], ids=["same-run", "continued-as-new"]
-)
+@pytest.mark.parametrize("continue_after", [LONG_LIVED, 1], ids=["same-run", "continued-as-new"])
 async def test_an_interrupt_expires_exactly_at_its_deadline(
     skipping: WorkflowEnvironment, lifetime: timedelta, continue_after: int
 ) -> None:

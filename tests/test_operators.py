@@ -24,7 +24,8 @@ from tests.helpers import (
     serve_stack,
 )
 from workflows.models import OperatorResume
-from workflows.thread import INTERRUPTS_MEMO, ThreadWorkflow
+from workflows.thread import ThreadWorkflow
+from workflows.visibility import INTERRUPTS_MEMO
 
 OPERATOR_RESUME = "operator_resume"
 
@@ -101,7 +102,8 @@ async def _find_threads(client: Client, stack: Stack) -> None:
 
     # The memo carries the open interrupts, as visibility lists return them.
     async for execution in client.list_workflows(
-        f'{mine} AND WorkflowId = "{workflow_id_for(confirm_thread)}"'
+        f'{mine} AND WorkflowId = "{workflow_id_for(confirm_thread)}" '
+        'AND ExecutionStatus = "Running"'
     ):
         assert (await execution.memo())[INTERRUPTS_MEMO] == [confirm]
 

@@ -15,7 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from gateway.streaming import workflow_id_for
 from settings import Settings
-from tests.helpers import free_port, run_input
+from tests.helpers import LONG_LIVED, free_port, run_input
 from tests.receiver import Receiver
 from worker import build_worker
 from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunRequest, ThreadStart
@@ -71,9 +71,7 @@ def _settings(webhook: str | None) -> Settings:
     return Settings(task_queue=f"tq-{uuid.uuid4()}", reminder_webhook_url=webhook)
 
 
-@pytest.mark.parametrize(
-    "continue_after", [CONTINUE_AS_NEW_AFTER_RUNS, 1], ids=["same-run", "continued-as-new"]
-)
+@pytest.mark.parametrize("continue_after", [LONG_LIVED, 1], ids=["same-run", "continued-as-new"])
 async def test_the_agents_reminder_arrives_a_day_before_the_deadline(
     skipping: WorkflowEnvironment, receiver: Receiver, continue_after: int
 ) -> None:

@@ -25,7 +25,7 @@ from activities.chat import ChatReply, ChatRequest, ProposedCall, ScriptedModel,
 from activities.tooling import ToolInterrupt, tool, tool_context
 from gateway.streaming import workflow_id_for
 from settings import Settings
-from tests.helpers import registered
+from tests.helpers import LONG_LIVED, registered
 from worker import build_worker
 from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunReply, RunRequest, ThreadStart
 from workflows.sdk.agent import AgentDefinition
@@ -236,9 +236,7 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
 
 
-@pytest.mark.parametrize(
-    "continue_after", [CONTINUE_AS_NEW_AFTER_RUNS, 1], ids=["same-run", "continued-as-new"]
-)
+@pytest.mark.parametrize("continue_after", [LONG_LIVED, 1], ids=["same-run", "continued-as-new"])
 async def test_a_batch_keeps_finished_results_and_waits_for_the_rest(
     skipping: WorkflowEnvironment, continue_after: int
 ) -> None:

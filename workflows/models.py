@@ -190,12 +190,13 @@ class ThreadState(Model):
     """The agent turn paused on interrupts, for agents built with ``workflows.sdk``."""
 
 
-CONTINUE_AS_NEW_AFTER_RUNS = 100
-"""The default bound. At about 13 history events and 7 KB per run with a short
-conversation (``docs/bench.md``), 100 runs stay far below Temporal's 10K-event / 10 MB
-warnings while the carried state is written only once per 100 runs. A long conversation
-makes runs bigger; then Temporal's continue-as-new suggestion comes first
-(``docs/operations.md``)."""
+CONTINUE_AS_NEW_AFTER_RUNS = 1
+"""The default: a thread continues as new after every run, so between runs (waiting on
+interrupts for days, or idle) its workflow history holds only data, the carried
+``ThreadState``, and replays no agent code. A deploy that changes an agent, its
+policies or the engine can then never make a waiting thread's replay diverge
+(``docs/operations.md``). Raise it only where every deploy pins running threads to
+their build with Temporal's Worker Versioning."""
 
 
 class ThreadStart(Model):

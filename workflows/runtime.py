@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import (
-        AgentCapabilities,
         AssistantMessage,
         Event,
         FunctionCall,
@@ -35,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
     from activities.chat import ModelDelta, last_user_text
-    from workflows.models import Answer, Journal, Model, Reminder
+    from workflows.models import Journal, Model, Reminder
 
 
 class InterruptRequest(Model):
@@ -304,41 +303,3 @@ def find_tool_call(messages: Sequence[Message], tool_call_id: str) -> ToolCall |
 def _iso_utc(moment: datetime) -> str:
     """``2026-11-25T17:00:00Z``: ISO-8601 in UTC, as AG-UI's ``expiresAt`` expects."""
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-class Agent(Protocol):
-    """An agent the engine can serve: a name, what it can do, and its turn logic.
-
-    A turn is ``run``, then, each time it ends on interrupts, ``resume`` with their
-    answers. No turn waits inside agent code: between runs a thread holds only data,
-    so it can continue as new, and be upgraded, while its interrupts stay open. Both
-    methods are workflow code: deterministic, with all I/O in activities.
-    """
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def description(self) -> str: ...
-
-    @property
-    def remind_before(self) -> Sequence[timedelta]:
-        """How long before an interrupt's deadline to send reminders, unless the
-        interrupt says otherwise (``InterruptRequest.remind_before``); empty for none."""
-        ...
-
-    def capabilities(self) -> AgentCapabilities:
-        """What ``GET /agents/{name}/capabilities`` declares."""
-        ...
-
-    def activities(self) -> Sequence[Callable[..., Any]]:
-        """The activities (model, tools) the worker must run for this agent."""
-        ...
-
-    async def run(self, ctx: RunContext) -> None:
-        """Handle a run with new input: read ``ctx``, emit the reply or interrupt."""
-        ...
-
-    async def resume(self, ctx: RunContext, answers: list[Answer]) -> None:
-        """Continue the turn that interrupted, with every answer (in the order asked)."""
-        ...

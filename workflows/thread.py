@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeUpdate
+from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
 
     from activities.chat import STREAM_SIGNAL, ModelDelta
     from activities.reminders import ReminderNotice, Reminders
-    from workflows import metrics, search_attributes
+    from workflows import metrics, visibility
     from workflows.agents import AGENTS
     from workflows.details import current_details
     from workflows.errors import ErrorCode, rejection
@@ -57,20 +57,12 @@ with workflow.unsafe.imports_passed_through():
         ThreadStatus,
         ThreadView,
     )
-    from workflows.runtime import Agent, RunContext
+    from workflows.runtime import RunContext
+    from workflows.sdk.agent import AgentDefinition
 
 RUNS_CARRIED = 10
 """Runs (with their events) a thread carries into a new workflow run, so clients can
 still re-read or reconnect to its recent runs after a continue-as-new."""
-REMINDERS_PATCH = "interrupt-reminders"
-"""Threads paused before reminders existed replay without them (``docs/operations.md``)."""
-ONE_TIMER_PATCH = "one-timer-per-deadline"
-"""Before it, an interrupt asked in a thread's first run got a second, redundant
-deadline timer; threads recorded so replay with it."""
-OPERATOR_VIEW_PATCH = "operator-view"
-"""Threads started before it publish only their status and last activity."""
-INTERRUPTS_MEMO = "interrupts"
-"""Memo key of the open interrupts (AG-UI JSON), which visibility lists return."""
 REMINDER_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=10)
 )
@@ -84,8 +76,9 @@ class ThreadWorkflow:
     The workflow lives as long as the thread. Each AG-UI run is one update, in which the
     agent's ``run`` (new input) or ``resume`` (all answers in) works until it returns.
     Between runs the thread is data only, open interrupts included, so after
-    ``start.continue_as_new_after_runs`` runs (or when Temporal suggests it) it
-    continues as new with that data, its deadlines unchanged.
+    ``start.continue_as_new_after_runs`` runs (by default every run, or when Temporal
+    suggests it) it continues as new with that data, its deadlines unchanged: a waiting
+    thread's history then replays no agent code, whatever a deploy changed.
 
     Update:
         run_agent(RunRequest) -> RunReply: executes one run to its terminal event and
@@ -110,8 +103,10 @@ class ThreadWorkflow:
         """The agent's work in the run in progress; it never outlives the run."""
         self._runs_here = 0
         """Runs this workflow run has opened, for the continue-as-new bound."""
-        self._published: list[Interrupt] = []
-        """The open interrupts as last written to the memo (none yet in this run)."""
+        self._continue_after = start.continue_as_new_after_runs
+        self._published: list[Interrupt] = self._thread.open_interrupts
+        """The open interrupts as last written to the memo (a continue-as-new hands the
+        new workflow run the memo of the one before)."""
         self._listeners: dict[str, Callable[[ModelDelta], None]] = {}
         """Who takes a model activity's streamed output, by activity id."""
         self._timed: set[str] = set()
@@ -123,24 +118,26 @@ class ThreadWorkflow:
         # Deadlines are absolute, so carried interrupts expire exactly when they would
         # have; a reminder in flight at the continue-as-new is sent again (same key).
         for interrupt in self._thread.open_interrupts:
-            if self._timed_already(interrupt) and not workflow.patched(ONE_TIMER_PATCH):
-                asyncio.create_task(self._expire_when_due(interrupt))
             self._watch_expiry(interrupt)
         for reminder in self._thread.reminders:
             self._time(reminder)
-        await workflow.wait_condition(lambda: self._should_continue(start) and self._between_runs())
+        workflow.set_current_details(self._details())
+        await workflow.wait_condition(lambda: self._should_continue() and self._between_runs())
+        waiting_on = self._thread.open_interrupts
         workflow.continue_as_new(
             ThreadStart(
                 thread_id=start.thread_id,
                 agent=start.agent,
                 continue_as_new_after_runs=start.continue_as_new_after_runs,
                 state=self._carried(),
-            )
+            ),
+            memo=visibility.memo(waiting_on),
+            search_attributes=TypedSearchAttributes(self._attributes()),
         )
 
-    def _should_continue(self, start: ThreadStart) -> bool:
+    def _should_continue(self) -> bool:
         return (
-            self._runs_here >= start.continue_as_new_after_runs
+            self._runs_here >= self._continue_after
             or workflow.info().is_continue_as_new_suggested()
         )
 
@@ -339,7 +336,7 @@ class ThreadWorkflow:
             events.append(item.model_copy(update={"event": event}))
         return events
 
-    def _agent(self) -> Agent:
+    def _agent(self) -> AgentDefinition:
         return AGENTS[self._thread.agent]
 
     def _start_turn(
@@ -366,10 +363,9 @@ class ThreadWorkflow:
         for interrupt in interrupts:
             self._watch_expiry(interrupt)
             metrics.interrupt_opened(self._thread.agent, interrupt)
-        if reminders and workflow.patched(REMINDERS_PATCH):
-            self._thread.reminders.extend(reminders)
-            for reminder in reminders:
-                self._time(reminder)
+        self._thread.reminders.extend(reminders)
+        for reminder in reminders:
+            self._time(reminder)
 
     def _watch_expiry(self, interrupt: Interrupt) -> None:
         if interrupt.expires_at is not None:
@@ -387,9 +383,6 @@ class ThreadWorkflow:
             asyncio.create_task(self._remind_when_due(item))
         else:
             asyncio.create_task(self._expire_when_due(item))
-
-    def _timed_already(self, interrupt: Interrupt) -> bool:
-        return interrupt.expires_at is not None and _timer_key(interrupt) in self._timed
 
     def _resume_if_answered(self, run_input: RunAgentInput) -> None:
         """Once no asked interrupt is open, hand every answer to the agent's ``resume``."""
@@ -529,19 +522,10 @@ class ThreadWorkflow:
             await workflow.wait_condition(turn.done)
             self._turn = None
             error = turn.exception()
-            if isinstance(error, ActivityError | ApplicationError):
-                # A model or tool that kept failing, or agent code giving up on purpose.
-                cause = error.cause if isinstance(error, ActivityError) else None
-                self._emit(
-                    RunErrorEvent(
-                        message=f"The agent failed: {cause or error}", code=ErrorCode.AGENT_FAILED
-                    )
-                )
+            if error is not None:
+                self._emit(RunErrorEvent(message=_failure(error), code=ErrorCode.AGENT_FAILED))
                 self._close_run(run, "failed")
                 return
-            if error is not None:
-                # A bug in agent code: fail the workflow task so it retries once fixed.
-                raise error
         self._emit(StateSnapshotEvent(snapshot=self._thread.state))
         self._emit_messages_snapshot()
         waiting_on = self._thread.open_interrupts
@@ -595,7 +579,14 @@ class ThreadWorkflow:
         run.status = status
         run.finished_at = workflow.now()
         self._run = None
-        self._publish_status()
+        if self._should_continue():
+            # The next workflow run gets the thread's attributes and memo with the
+            # continue-as-new; this one's are cleared, so operators' queries find only
+            # the live run of each thread.
+            workflow.upsert_search_attributes(visibility.cleared())
+            workflow.set_current_details(self._details())
+        else:
+            self._publish_status()
 
     def _add_message(self, message: Message) -> None:
         """Add a message to the conversation unless it is there already.
@@ -659,34 +650,45 @@ class ThreadWorkflow:
         running ones). Each search attribute and memo update is a history event and a
         visibility write, which the bench shows in every run's latency.
         """
+        settled = self._run is None
+        workflow.upsert_search_attributes(visibility.updates(self._attributes(), settled))
         waiting_on = self._thread.open_interrupts
-        updates: list[SearchAttributeUpdate[Any]] = [
-            search_attributes.THREAD_STATUS.value_set(self._status()),
-            search_attributes.LAST_ACTIVITY.value_set(workflow.now()),
-        ]
-        if self._run is None and workflow.patched(OPERATOR_VIEW_PATCH):
-            deadlines = [d for d in map(parse_expiry, waiting_on) if d is not None]
-            updates += [
-                search_attributes.INTERRUPT_IDS.value_set([i.id for i in waiting_on]),
-                search_attributes.INTERRUPT_REASONS.value_set(
-                    sorted({i.reason for i in waiting_on})
-                ),
-                search_attributes.NEXT_EXPIRY.value_set(min(deadlines))
-                if deadlines
-                else search_attributes.NEXT_EXPIRY.value_unset(),
-            ]
-            if waiting_on != self._published:
-                memo = [
-                    i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in waiting_on
-                ]
-                workflow.upsert_memo({INTERRUPTS_MEMO: memo})
-                self._published = list(waiting_on)
-        workflow.upsert_search_attributes(updates)
-        # Not in history: the UI reads it by query, so it needs no patch.
-        workflow.set_current_details(current_details(self._run, waiting_on, self._thread.messages))
+        if settled and waiting_on != self._published:
+            workflow.upsert_memo(visibility.memo(waiting_on))
+            self._published = list(waiting_on)
+        # Not in history: the UI reads it by query.
+        workflow.set_current_details(self._details())
+
+    def _attributes(self) -> list[SearchAttributePair[Any]]:
+        settled = self._run is None
+        return visibility.attributes(
+            self._thread.agent,
+            self._status(),
+            workflow.now(),
+            self._thread.open_interrupts if settled else None,
+        )
+
+    def _details(self) -> str:
+        return current_details(self._run, self._thread.open_interrupts, self._thread.messages)
 
 
 def _timer_key(item: Interrupt | Reminder) -> str:
     if isinstance(item, Reminder):
         return f"reminder:{item.interrupt_id}:{item.at.isoformat()}"
     return f"expiry:{item.id}"
+
+
+def _failure(error: BaseException) -> str:
+    """What the client is told of a turn that raised ``error``.
+
+    A model or tool that kept failing, or agent code giving up on purpose
+    (``ApplicationError``), says why. Anything else is a bug in agent code: it ends the
+    run instead of failing the workflow task, which Temporal would retry forever with
+    the thread stuck; its details go to the worker's log, not to the client.
+    """
+    if isinstance(error, ActivityError):
+        return f"The agent failed: {error.cause or error}"
+    if isinstance(error, ApplicationError):
+        return f"The agent failed: {error}"
+    workflow.logger.error("agent code raised", exc_info=error)
+    return "The agent failed: its code raised an error (see the worker's log)."

@@ -8,9 +8,11 @@ three always agree on which agents exist.
 from __future__ import annotations
 
 from workflows.agents.clarify import CLARIFY
-from workflows.agents.demo import DemoAgent
+from workflows.agents.demo import DEMO
 from workflows.agents.files import FILES
 from workflows.agents.transfer import TRANSFER
-from workflows.runtime import Agent
+from workflows.sdk.agent import AgentDefinition
 
-AGENTS: dict[str, Agent] = {agent.name: agent for agent in (DemoAgent(), FILES, TRANSFER, CLARIFY)}
+AGENTS: dict[str, AgentDefinition] = {
+    agent.name: agent for agent in (DEMO, FILES, TRANSFER, CLARIFY)
+}

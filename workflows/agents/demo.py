@@ -11,34 +11,34 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ag_ui.core import AgentCapabilities
+    from ag_ui.core import RunAgentInput
 
     from activities import demo
     from activities.chat import ProposedCall
-    from activities.model import generate_reply
-    from workflows.agents.demo_forms import (
-        QUARTERLY_FILING_SCHEMA,
-        form_expiry,
-        form_reminders,
-    )
-    from workflows.agents.legacy_demo import LegacyDemo
-    from workflows.models import Answer
-    from workflows.runtime import RunContext
     from workflows.sdk.agent import AgentDefinition
     from workflows.sdk.asks import Ask, Reply
     from workflows.sdk.context import AgentContext
     from workflows.sdk.tools import Approval, ToolCallView
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-SDK_PATCH = "demo-on-sdk"
-"""Turns begun before it run on :class:`LegacyDemo`."""
+DEFAULT_EXPIRY = timedelta(days=3)
+
+QUARTERLY_FILING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "quarter": {"type": "string", "enum": ["Q1", "Q2", "Q3", "Q4"]},
+        "year": {"type": "integer", "minimum": 2000},
+        "revenue": {"type": "number"},
+    },
+    "required": ["quarter", "year", "revenue"],
+}
+"""The spec's quarterly-filing form."""
 
 APPROVAL = Approval(
     edits=True,
@@ -95,12 +95,12 @@ def _questions(ctx: AgentContext, words: set[str]) -> list[Ask[Any]]:
 
 async def _email(ctx: AgentContext, call: ToolCallView, reply: Reply[Any]) -> str:
     """Send the email the reply approved (with its edits), or report why not."""
-    decision = reply.value or {}
-    if not reply.resolved or not decision.get("approved"):
+    decision = reply.value
+    if not reply.resolved or decision is None or not decision.approved:
         why = "denied" if reply.resolved else reply.status
         ctx.tool_result(call, json.dumps({"sent": False, "reason": why}))
         return f"Email to {call.arguments['to']}: Not sent: {why}."
-    email = decision.get("editedArgs") or call.arguments
+    email = decision.edits or call.arguments
     sent = await ctx.call_tool(ToolCallView(call.id, call.name, email))
     ctx.state.setdefault("outbox", []).append(
         {"to": email["to"], "subject": email["subject"], "body": email["body"]}
@@ -140,33 +140,21 @@ DEMO = AgentDefinition(
 )
 
 
-class DemoAgent:
-    """``demo`` as served: :data:`DEMO`, except for turns that began on
-    :class:`LegacyDemo` (before ``SDK_PATCH``), which finish on it."""
+def form_expiry(run_input: RunAgentInput) -> timedelta:
+    """``forwardedProps.expiresInSeconds``, or three days."""
+    seconds = _forwarded(run_input, "expiresInSeconds")
+    return timedelta(seconds=seconds) if isinstance(seconds, int | float) else DEFAULT_EXPIRY
 
-    name = DEMO.name
-    description = DEMO.description
-    remind_before: Sequence[timedelta] = DEMO.remind_before
 
-    def __init__(self) -> None:
-        self._legacy = LegacyDemo()
+def form_reminders(run_input: RunAgentInput) -> list[timedelta] | None:
+    """``forwardedProps.remindBeforeSeconds`` (a list of numbers), or ``None`` for the
+    agent's default."""
+    seconds = _forwarded(run_input, "remindBeforeSeconds")
+    if not isinstance(seconds, list):
+        return None
+    return [timedelta(seconds=s) for s in seconds if isinstance(s, int | float)]
 
-    def capabilities(self) -> AgentCapabilities:
-        return DEMO.capabilities()
 
-    def activities(self) -> list[Callable[..., Any]]:
-        """Both versions' (the legacy ``send_email`` needs settings: the worker adds it)."""
-        return [*DEMO.activities(), generate_reply]
-
-    async def run(self, ctx: RunContext) -> None:
-        if workflow.patched(SDK_PATCH):
-            await DEMO.run(ctx)
-        else:
-            await self._legacy.run(ctx)
-
-    async def resume(self, ctx: RunContext, answers: list[Answer]) -> None:
-        # A turn the SDK paused has a journal; one the legacy agent paused has none.
-        if ctx.journal.scopes:
-            await DEMO.resume(ctx, answers)
-        else:
-            await self._legacy.resume(ctx, answers)
+def _forwarded(run_input: RunAgentInput, name: str) -> Any:
+    props = run_input.forwarded_props
+    return props.get(name) if isinstance(props, dict) else None

@@ -88,6 +88,20 @@ class AgentDefinition:
     """The turn's logic; by default the model loop. A custom turn uses the context's
     steps (``model``, ``propose``, ``run_tools``, ``call_tool``, ``interrupt_all``, ``say``)."""
 
+    def __post_init__(self) -> None:
+        """Refuse a definition whose gates could silently fall away: an approval for a
+        tool the agent does not have (a typo), or two tools of one name."""
+        names = [tool.name for tool in self.tools]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"Agent {self.name!r} has several tools named {repeated}.")
+        unknown = sorted(set(self.approvals) - set(names))
+        if unknown:
+            raise ValueError(
+                f"Agent {self.name!r} has approvals for {unknown}, which are not among its "
+                f"tools {sorted(names)}."
+            )
+
     def capabilities(self) -> AgentCapabilities:
         """Its tools, and which human-in-the-loop features its definition uses."""
         return AgentCapabilities(

@@ -20,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.runtime import AssistantReply, RunContext
     from workflows.sdk.asks import Ask, Reply
     from workflows.sdk.journal import Scope, Suspend
-    from workflows.sdk.tools import InterruptTool, ToolCallView
+    from workflows.sdk.tools import Decision, InterruptTool, ToolCallView
 
 if TYPE_CHECKING:
     from workflows.sdk.agent import AgentDefinition
@@ -283,6 +283,8 @@ def _settle(call: ToolCallView) -> Callable[[AgentContext], Awaitable[str]]:
         elif approval is not None and approval.applies(call):
             await _approve(ctx, call, approval.ask(call, tool.spec))
         for hook in agent.before_tool:
+            if call.cancelled is not None:
+                break  # A denied or cancelled call asks nothing further.
             await hook(ctx, call)
         content = call.cancelled
         if content is None:
@@ -296,16 +298,16 @@ def _settle(call: ToolCallView) -> Callable[[AgentContext], Awaitable[str]]:
     return settle
 
 
-async def _approve(ctx: AgentContext, call: ToolCallView, ask: Ask[dict[str, Any]]) -> None:
+async def _approve(ctx: AgentContext, call: ToolCallView, ask: Ask[Decision]) -> None:
     """Wait for the approval; a denial cancels the call, edits replace its arguments."""
     [reply] = await ctx.interrupt_all([ask])
-    decision = reply.value or {}
-    if not reply.resolved:
+    decision = reply.value
+    if not reply.resolved or decision is None:
         call.cancel(_unanswered(reply.status))
-    elif not decision.get("approved"):
+    elif not decision.approved:
         call.cancel("Not run: the user denied it.")
-    elif "editedArgs" in decision:
-        call.arguments = decision["editedArgs"]
+    elif decision.edits is not None:
+        call.arguments = decision.edits
 
 
 def _views(announced: Sequence[Any], asked: Sequence[ProposedCall]) -> list[dict[str, Any]]:

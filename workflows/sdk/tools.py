@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import Tool as ToolSpec
-    from pydantic import BaseModel
+    from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
     from activities.tooling import arguments_model, tool_spec
     from workflows.sdk.asks import Ask
@@ -33,6 +33,43 @@ class ToolCallView:
     def cancel(self, message: str) -> None:
         """Do not run the call; ``message`` is its result, which the model reads."""
         self.cancelled = message
+
+
+class Decision(BaseModel):
+    """A person's answer to an approval: its schema is the interrupt's ``responseSchema``
+    and it parses the answer, so the two cannot disagree. Unknown fields (a misspelt
+    ``editArgs``) are rejected with ``INVALID_PAYLOAD``, never ignored."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    approved: bool
+
+    @property
+    def edits(self) -> dict[str, Any] | None:
+        """The arguments the approver replaced the call's with, if the approval offers
+        edits and they sent some."""
+        edited: dict[str, Any] | None = getattr(self, "edited_args", None)
+        return edited
+
+
+def decision_model(spec: ToolSpec, edits: bool) -> type[Decision]:
+    """The :class:`Decision` for calls of ``spec``; with ``edits``, it has ``editedArgs``
+    whose schema is the tool's own parameters schema."""
+    if not edits:
+        return Decision
+    schema = {
+        **(spec.parameters or {}),
+        "description": "Full replacement of the tool args. Not merged.",
+        "additionalProperties": False,
+    }
+    return create_model(
+        f"{spec.name}_decision",
+        __base__=Decision,
+        edited_args=(
+            Annotated[dict[str, Any] | None, WithJsonSchema(schema)],
+            Field(default=None, alias="editedArgs"),
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -54,19 +91,12 @@ class Approval:
     def applies(self, call: ToolCallView) -> bool:
         return self.when is None or self.when(call.arguments)
 
-    def ask(self, call: ToolCallView, spec: ToolSpec) -> Ask[dict[str, Any]]:
-        properties: dict[str, Any] = {"approved": {"type": "boolean"}}
-        if self.edits:
-            properties["editedArgs"] = {
-                **(spec.parameters or {}),
-                "description": "Full replacement of the tool args. Not merged.",
-                "additionalProperties": False,
-            }
+    def ask(self, call: ToolCallView, spec: ToolSpec) -> Ask[Decision]:
         message = self.message(call) if self.message else f"Run {call.name}({call.arguments})?"
         return Ask(
             "tool_call",
             message=message,
-            response={"type": "object", "properties": properties, "required": ["approved"]},
+            response=decision_model(spec, self.edits),
             tool_call_id=call.id,
         )
 
