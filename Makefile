@@ -1,28 +1,33 @@
 # The README's two promises: `make run` runs the system, `make test` runs the tests.
 # Both create .venv/ and install the project into it first (once, and again whenever
-# pyproject.toml or the Node test client's lock file changes); tests need Node >= 20.
+# pyproject.toml changes). Only `make test` needs Node >= 20: it also installs the official
+# AG-UI client into tests/node/ (again whenever its lock file changes).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+NODE_INSTALLED := tests/node/node_modules/.installed
 
 .PHONY: run test install bench lint histories
 
-install: $(INSTALLED)
+install: $(INSTALLED) $(NODE_INSTALLED)
 
-$(INSTALLED): pyproject.toml tests/node/package-lock.json
+$(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	# The official AG-UI TypeScript client, which the end-to-end tests drive the gateway with.
-	npm ci --prefix tests/node --no-audit --no-fund --silent
 	touch $(INSTALLED)
+
+# The official AG-UI TypeScript client, which the end-to-end tests drive the gateway with.
+$(NODE_INSTALLED): tests/node/package-lock.json
+	npm ci --prefix tests/node --no-audit --no-fund --silent
+	touch $(NODE_INSTALLED)
 
 run: $(INSTALLED)
 	$(BIN)/python scripts/run.py
 
-test: $(INSTALLED)
+test: $(INSTALLED) $(NODE_INSTALLED)
 	$(BIN)/python -m pytest
 
 histories: $(INSTALLED)

@@ -42,6 +42,11 @@ class Settings(BaseSettings):
     """Task queue the thread workflows and their activities run on."""
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8000
+    temporal_port: int = 7233
+    """``make run``: the frontend (gRPC) port of the Temporal dev server it starts when
+    ``TEMPORAL_ADDRESS`` is unset."""
+    temporal_ui_port: int = 8233
+    """``make run``: that dev server's Web UI port."""
     stream_poll_seconds: float = 0.05
     """How often the gateway reads a run's new events while the run is in flight."""
     continue_as_new_after_runs: int = CONTINUE_AS_NEW_AFTER_RUNS

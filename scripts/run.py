@@ -4,13 +4,20 @@ Starts the embedded Temporal dev server (unless ``TEMPORAL_ADDRESS`` names one a
 running), the worker and the gateway; restarts the worker or gateway if either dies, as a
 process manager would; and on Ctrl-C or SIGTERM stops them in order: gateway, worker,
 then Temporal, which flushes its SQLite file so the next ``make run`` finds every thread.
+
+Before it starts anything it checks that each port it is about to listen on is free, so a
+second ``make run`` (or anything else on those ports) is one line, not a launcher that
+reports another server's health as its own. The ports come from ``settings.Settings``:
+``AGUI_TEMPORAL_PORT``, ``AGUI_TEMPORAL_UI_PORT`` and ``AGUI_GATEWAY_PORT``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -18,11 +25,13 @@ from pathlib import Path
 
 import httpx
 
+from settings import Settings
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / ".data"
 TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
-TEMPORAL_PORT = 7233
-UI_PORT = 8233
+TEMPORAL_HOST = "localhost"
+"""Where the dev server listens: its default ``--ip``, for the frontend and the Web UI."""
 RESTART_DELAY_SECONDS = 1.0
 STOP_TIMEOUT_SECONDS = 30.0
 
@@ -78,6 +87,73 @@ def log(message: str) -> None:
     print(f"[run] {message}", flush=True)
 
 
+@dataclass(frozen=True)
+class Port:
+    """A port the launcher is about to have a service listen on."""
+
+    what: str
+    host: str
+    number: int
+    variable: str
+    """The environment variable that sets it."""
+
+
+def ports_to_listen_on(settings: Settings, embedded: bool) -> list[Port]:
+    """The ports ``make run`` listens on: Temporal's two when it starts its own server."""
+    ports = []
+    if embedded:
+        ports += [
+            Port("Temporal", TEMPORAL_HOST, settings.temporal_port, "AGUI_TEMPORAL_PORT"),
+            Port(
+                "Temporal Web UI", TEMPORAL_HOST, settings.temporal_ui_port, "AGUI_TEMPORAL_UI_PORT"
+            ),
+        ]
+    ports.append(Port("gateway", settings.gateway_host, settings.gateway_port, "AGUI_GATEWAY_PORT"))
+    return ports
+
+
+def in_use(host: str, port: int) -> bool:
+    """Whether a server could not listen on ``host:port`` now because something else does.
+
+    Binds as the servers do (every address of ``host``, ``SO_REUSEADDR``, so a closed
+    connection's ``TIME_WAIT`` does not count); any other error (say, a host that does not
+    resolve) is left for the service itself to report.
+    """
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror:
+        return False
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(address)
+            except OSError as error:
+                if error.errno == errno.EADDRINUSE:
+                    return True
+    return False
+
+
+def port_problems(ports: list[Port]) -> list[str]:
+    """One line for each port that is taken or given to two services."""
+    problems = []
+    variables: dict[int, str] = {}
+    for port in ports:
+        if port.number in variables:
+            problems.append(
+                f"[run] {variables[port.number]} and {port.variable} are both {port.number}; "
+                "set one of them to another port"
+            )
+            continue
+        variables[port.number] = port.variable
+        if in_use(port.host, port.number):
+            problems.append(
+                f"[run] port {port.number} ({port.what}) is already in use; "
+                f"set {port.variable} to another port"
+            )
+    return problems
+
+
 async def wait_until_up(url: str, what: str, timeout: float = 60.0) -> None:
     """Wait for ``url`` to answer 200, failing after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -93,13 +169,12 @@ async def wait_until_up(url: str, what: str, timeout: float = 60.0) -> None:
             await asyncio.sleep(0.2)
 
 
-async def main() -> None:
+async def main(settings: Settings, embedded: bool) -> None:
     env = dict(os.environ)
     services: list[Service] = []
-    embedded = "TEMPORAL_ADDRESS" not in env
     if embedded:
         DATA.mkdir(exist_ok=True)
-        env["TEMPORAL_ADDRESS"] = f"localhost:{TEMPORAL_PORT}"
+        env["TEMPORAL_ADDRESS"] = f"{TEMPORAL_HOST}:{settings.temporal_port}"
         services.append(
             Service(
                 "temporal",
@@ -110,16 +185,16 @@ async def main() -> None:
                     "--db-filename",
                     str(DATA / "temporal.sqlite"),
                     "--port",
-                    str(TEMPORAL_PORT),
+                    str(settings.temporal_port),
                     "--ui-port",
-                    str(UI_PORT),
+                    str(settings.temporal_ui_port),
                     "--log-level",
                     "warn",
                 ],
                 env,
             )
         )
-    gateway_port = env.get("AGUI_GATEWAY_PORT", "8000")
+    gateway_port = settings.gateway_port
     services += [
         Service("worker", [sys.executable, "worker.py"], env),
         Service("gateway", [sys.executable, "-m", "gateway"], env),
@@ -136,12 +211,14 @@ async def main() -> None:
             if service.name == "temporal":
                 # The dev server's metrics-free health check: its Web UI answers once the
                 # frontend is serving.
-                await wait_until_up(f"http://localhost:{UI_PORT}", "Temporal")
+                await wait_until_up(
+                    f"http://{TEMPORAL_HOST}:{settings.temporal_ui_port}", "Temporal"
+                )
         await wait_until_up(f"http://127.0.0.1:{gateway_port}/healthz", "The gateway")
         log("up:")
         if embedded:
             log(f"  Temporal        {env['TEMPORAL_ADDRESS']} (data in {DATA / 'temporal.sqlite'})")
-            log(f"  Temporal Web UI http://localhost:{UI_PORT}")
+            log(f"  Temporal Web UI http://{TEMPORAL_HOST}:{settings.temporal_ui_port}")
         else:
             log(f"  Temporal        {env['TEMPORAL_ADDRESS']} (external)")
         log(f"  Gateway         http://localhost:{gateway_port}  (agents: GET /agents)")
@@ -155,4 +232,9 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    settings = Settings()
+    embedded = "TEMPORAL_ADDRESS" not in os.environ
+    problems = port_problems(ports_to_listen_on(settings, embedded))
+    if problems:
+        raise SystemExit("\n".join(problems))
+    asyncio.run(main(settings, embedded))

@@ -1,0 +1,125 @@
+"""``make run``: its launcher (``scripts/run.py``) refuses a taken port before it starts
+anything, and the target installs nothing from npm."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PORT_VARIABLES = ("AGUI_TEMPORAL_PORT", "AGUI_TEMPORAL_UI_PORT", "AGUI_GATEWAY_PORT")
+EXIT_TIMEOUT_SECONDS = 10.0
+"""How long the launcher may take to refuse (it imports the settings, then checks)."""
+
+
+@contextmanager
+def listening() -> Iterator[int]:
+    """A loopback port that something listens on for the block."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port: int = sock.getsockname()[1]
+        yield port
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports nothing listens on right now (held together while
+    they are picked, so no two are the same)."""
+    with ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+
+
+def accepts_connections(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("taken", "embedded"),
+    [
+        ("AGUI_TEMPORAL_PORT", True),
+        ("AGUI_TEMPORAL_UI_PORT", True),
+        ("AGUI_GATEWAY_PORT", True),
+        ("AGUI_GATEWAY_PORT", False),
+    ],
+)
+def test_a_taken_port_is_one_line_and_nothing_starts(taken: str, embedded: bool) -> None:
+    """With one of its ports taken, the launcher exits non-zero at once with one line on
+    stderr naming that port and its variable, having started nothing."""
+    env = {name: value for name, value in os.environ.items() if name != "TEMPORAL_ADDRESS"}
+    others = [name for name in PORT_VARIABLES if name != taken]
+    *ports, external = free_ports(len(others) + 1)
+    env.update({name: str(port) for name, port in zip(others, ports, strict=True)})
+    if not embedded:
+        # Nothing listens there: the launcher must not need it to refuse.
+        env["TEMPORAL_ADDRESS"] = f"127.0.0.1:{external}"
+
+    with listening() as port:
+        env[taken] = str(port)
+        launcher = subprocess.Popen(
+            [sys.executable, "scripts/run.py"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            stdout, stderr = launcher.communicate(timeout=EXIT_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            # It started something: let it stop all it started before the test fails.
+            launcher.send_signal(signal.SIGTERM)
+            launcher.communicate(timeout=60)
+            raise
+
+    assert launcher.returncode != 0
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert f"port {port} " in lines[0]
+    assert f"set {taken} to another port" in lines[0]
+    # The launcher logs each start and stop on stdout: it said nothing, and nothing it
+    # would have started listens on the ports it was given.
+    assert stdout == ""
+    assert not any(accepts_connections(other) for other in ports)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_run_needs_no_node() -> None:
+    """From a fresh clone (``--always-make``: every stamp out of date), ``make run`` and
+    the other Python-only targets would run no npm; ``make test``'s recipes would."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+    }
+
+    def recipes(target: str) -> str:
+        return subprocess.run(
+            ["make", "--always-make", "--dry-run", target],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    for target in ("run", "bench", "lint", "histories"):
+        commands = recipes(target)
+        assert "pip install" in commands
+        assert "npm" not in commands, f"make {target} runs npm:\n{commands}"
+    assert "npm ci" in recipes("test")
