@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run test install bench lint histories
+.PHONY: run test unit install bench lint histories
 
 install: $(INSTALLED)
 
@@ -24,6 +24,10 @@ run: $(INSTALLED)
 
 test: $(INSTALLED)
 	$(BIN)/python -m pytest
+
+# The unit tier alone: no Temporal server, no network, seconds.
+unit: $(INSTALLED)
+	$(BIN)/python -m pytest tests/unit -q
 
 histories: $(INSTALLED)
 	$(BIN)/python -m tests.record_histories
