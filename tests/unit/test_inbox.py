@@ -230,6 +230,7 @@ def _flip(token: str, index: int) -> str:
         lambda token: b64(b"page-2"),
         lambda token: b64(b"short"),
         lambda token: "",
+        lambda token: _token(b""),
     ],
     ids=[
         "first-char",
@@ -241,6 +242,7 @@ def _flip(token: str, index: int) -> str:
         "no-checksum",
         "shorter-than-checksum",
         "empty",
+        "checksum-of-nothing",
     ],
 )
 def test_a_mangled_page_token_is_invalid(mangle: Callable[[str], str]) -> None:
