@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 NODE_INSTALLED := tests/node/node_modules/.installed
 
-.PHONY: run test install bench lint histories
+.PHONY: run test unit install bench lint histories
 
 install: $(INSTALLED) $(NODE_INSTALLED)
 
@@ -29,6 +29,10 @@ run: $(INSTALLED)
 
 test: $(INSTALLED) $(NODE_INSTALLED)
 	$(BIN)/python -m pytest
+
+# The unit tier alone: no Temporal server, no network, seconds.
+unit: $(INSTALLED)
+	$(BIN)/python -m pytest tests/unit -q
 
 histories: $(INSTALLED)
 	$(BIN)/python -m tests.record_histories

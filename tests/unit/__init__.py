@@ -1,0 +1,1 @@
+"""The unit tier: pure logic and the gateway's HTTP surface, with no server and no network."""
