@@ -29,7 +29,7 @@ from workflows.models import Model, ThreadStatus, thread_id_of
 from workflows.thread import ThreadWorkflow
 from workflows.visibility import INTERRUPTS_MEMO
 
-FILTER_VALUE = re.compile(r"^[\w:.\-]+$")
+FILTER_VALUE = re.compile(r"[\w:.\-]+")
 """What an agent, status or reason filter may contain: no quotes, so no query injection."""
 
 
@@ -90,7 +90,7 @@ def thread_query(
         (search_attributes.INTERRUPT_REASONS, reason),
     ):
         if value is not None:
-            if not FILTER_VALUE.match(value):
+            if not FILTER_VALUE.fullmatch(value):
                 raise ValueError(f"{value!r} is not a valid {key.name} filter")
             clauses.append(f'{key.name} = "{value}"')
     return " AND ".join(clauses)
@@ -171,9 +171,13 @@ def _cursor(item: InboxItem) -> str:
 def _cursor_key(cursor: str) -> SortKey:
     try:
         never, deadline, thread_id, interrupt_id = json.loads(base64.urlsafe_b64decode(cursor))
-        return (bool(never), datetime.fromisoformat(deadline), str(thread_id), str(interrupt_id))
+        moment = datetime.fromisoformat(deadline)
     except (ValueError, TypeError, binascii.Error) as err:
         raise InvalidCursor(f"{cursor!r} is not a cursor of this gateway") from err
+    # Deadlines are in UTC; only "no deadline" sorts as the naive datetime.max.
+    if (moment.tzinfo is None) != bool(never):
+        raise InvalidCursor(f"{cursor!r} is not a cursor of this gateway")
+    return (bool(never), moment, str(thread_id), str(interrupt_id))
 
 
 TOKEN_CHECK_BYTES = 8

@@ -2,10 +2,9 @@
 
 ``tests/test_replay.py`` replays every recorded history against the current workflow
 code, so a change that would break threads paused under the recorded code fails the
-build. Record again (``make histories``) only for a change that is meant to be
-incompatible and is guarded by ``workflow.patched`` or a new workflow version, and keep
-the old files: move them into a subfolder first (``v1/``, ...), which the replay test
-reads too (``docs/operations.md``).
+build. Record again (``make histories``, which replaces every file) only for a change
+meant to be incompatible, once no thread recorded so can still be running; until then,
+guard it as ``tests/upgrade/`` shows (``docs/operations.md``).
 
 Each scenario runs through the real gateway on a fresh dev server; the file is named
 ``<scenario>.<n>.json``, one per workflow run of the thread.
@@ -23,6 +22,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from gateway.streaming import workflow_id_for
+from tests.helpers import LONG_LIVED as LONG_LIVED_RUNS
 from tests.helpers import (
     Stack,
     eventually,
@@ -158,12 +158,12 @@ SCENARIOS: dict[str, Scenario] = {
         clarify_chosen,
     )
 }
-"""Scenarios on threads that continue as new only at the default bound."""
-CONTINUED: dict[str, Scenario] = {
-    "continued_while_waiting": approval_with_edits,
-    "transfer_continued_while_waiting": transfer_restarted,
+"""Scenarios on threads as the engine runs them: continued as new after every run."""
+LONG_LIVED: dict[str, Scenario] = {
+    "long_lived_approval_with_edits": approval_with_edits,
+    "long_lived_transfer_restarted": transfer_restarted,
 }
-"""Scenarios on threads that continue as new after every run."""
+"""Scenarios on threads whose runs share one workflow run (``tests.helpers.LONG_LIVED``)."""
 
 
 async def _record(client: Client, stack: Stack, name: str, scenario: Scenario) -> None:
@@ -190,13 +190,15 @@ async def _record(client: Client, stack: Stack, name: str, scenario: Scenario) -
 
 async def main() -> None:
     HISTORIES.mkdir(exist_ok=True)
+    for old in HISTORIES.glob("*.json"):
+        old.unlink()
     server = await start_dev_server()
     try:
         async with serve_stack(server.client) as stack:
             for name, scenario in SCENARIOS.items():
                 await _record(server.client, stack, name, scenario)
-        async with serve_stack(server.client, continue_as_new_after_runs=1) as stack:
-            for name, scenario in CONTINUED.items():
+        async with serve_stack(server.client, continue_as_new_after_runs=LONG_LIVED_RUNS) as stack:
+            for name, scenario in LONG_LIVED.items():
                 await _record(server.client, stack, name, scenario)
     finally:
         await server.shutdown()
