@@ -59,8 +59,13 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.client = client or await connect(lazy=True, runtime=metrics.sdk_runtime())
-        yield
+        if client is not None:
+            app.state.client = client
+            yield
+            return
+        async with metrics.sdk_runtime() as runtime:
+            app.state.client = await connect(lazy=True, runtime=runtime)
+            yield
 
     app = FastAPI(title="AG-UI on Temporal", lifespan=lifespan)
     app.state.settings = resolved
@@ -361,7 +366,7 @@ def _add_routes(app: FastAPI) -> None:
     async def prometheus(metrics: MetricsDep) -> Response:
         """Prometheus metrics: the gateway's (``agui_gateway_*``) and, when the gateway
         made its own Temporal client, the SDK's (``temporal_*``)."""
-        return Response(await metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz")
     async def healthz(client: ClientDep, settings: SettingsDep) -> JSONResponse:
