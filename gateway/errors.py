@@ -15,7 +15,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 
 class GatewayErrorCode(StrEnum):
@@ -66,6 +66,13 @@ async def api_error_handler(_: Request, exc: Exception) -> JSONResponse:
 def temporal_unavailable(err: Exception) -> ApiError:
     """The 503 answered when Temporal cannot be reached."""
     return ApiError(503, GatewayErrorCode.TEMPORAL_UNAVAILABLE, f"Temporal is unavailable: {err}")
+
+
+def thread_read_error(thread_id: str, err: Exception) -> ApiError:
+    """A failed read of a thread: 404 when it does not exist, else Temporal is unavailable."""
+    if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
+        return ApiError(404, GatewayErrorCode.UNKNOWN_THREAD, f"No thread {thread_id!r}.")
+    return temporal_unavailable(err)
 
 
 def run_error_from(err: BaseException) -> RunErrorEvent:

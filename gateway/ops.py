@@ -1,0 +1,37 @@
+"""What operators watch: ``GET /healthz`` for orchestrators, ``GET /metrics`` for
+Prometheus."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from gateway.deps import ClientDep, MetricsDep, SettingsDep
+from gateway.errors import TEMPORAL_ERRORS
+
+router = APIRouter()
+
+
+@router.get("/metrics")
+async def prometheus(metrics: MetricsDep) -> Response:
+    """Prometheus metrics: the gateway's (``agui_gateway_*``) and, when the gateway
+    made its own Temporal client, the SDK's (``temporal_*``)."""
+    return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/healthz")
+async def healthz(client: ClientDep, settings: SettingsDep) -> JSONResponse:
+    """Whether the gateway can reach Temporal."""
+    timeout = timedelta(seconds=settings.healthz_timeout_seconds)
+    try:
+        healthy = await client.service_client.check_health(timeout=timeout)
+        detail = "ok" if healthy else "Temporal reports its service as not serving"
+    except TEMPORAL_ERRORS as err:
+        healthy, detail = False, f"Temporal is unreachable: {err}"
+    return JSONResponse(
+        {"status": "ok" if healthy else "unavailable", "temporal": detail},
+        status_code=200 if healthy else 503,
+    )
