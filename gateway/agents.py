@@ -2,35 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ag_ui.core import AgentCapabilities
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
 
 from gateway.deps import AgentDep
 from workflows.agents import AGENTS
+from workflows.models import Model
 
 router = APIRouter()
 
 
+class AgentSummary(Model):
+    """One agent as ``GET /agents`` lists it."""
+
+    name: str
+    description: str
+    capabilities: AgentCapabilities
+
+
+class AgentList(Model):
+    agents: list[AgentSummary]
+
+
 @router.get("/agents")
-async def list_agents() -> dict[str, Any]:
+async def list_agents() -> AgentList:
     """Every agent this gateway serves, with its capabilities."""
-    return {
-        "agents": [
-            {
-                "name": agent.name,
-                "description": agent.description,
-                "capabilities": agent.capabilities().model_dump(mode="json", by_alias=True),
-            }
+    return AgentList(
+        agents=[
+            AgentSummary(
+                name=agent.name,
+                description=agent.description,
+                capabilities=agent.capabilities(),
+            )
             for agent in AGENTS.values()
         ]
-    }
+    )
 
 
 @router.get("/agents/{agent_id}/capabilities")
-async def capabilities(agent: AgentDep) -> JSONResponse:
+async def capabilities(agent: AgentDep) -> AgentCapabilities:
     """The agent's AG-UI ``AgentCapabilities``."""
-    declared: AgentCapabilities = agent.capabilities()
-    return JSONResponse(declared.model_dump(mode="json", by_alias=True))
+    return agent.capabilities()

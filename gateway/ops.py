@@ -4,15 +4,24 @@ Prometheus."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Literal
 
-from fastapi import APIRouter
-from fastapi.responses import JSONResponse, Response
+from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from gateway.deps import ClientDep, MetricsDep, SettingsDep
 from gateway.errors import TEMPORAL_ERRORS
+from workflows.models import Model
 
 router = APIRouter()
+
+
+class Health(Model):
+    """What ``GET /healthz`` answers, with 200 when ``ok`` and 503 when not."""
+
+    status: Literal["ok", "unavailable"]
+    temporal: str
+    """``ok``, or why the gateway cannot use Temporal."""
 
 
 @router.get("/metrics")
@@ -22,8 +31,10 @@ async def prometheus(metrics: MetricsDep) -> Response:
     return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 
-@router.get("/healthz")
-async def healthz(client: ClientDep, settings: SettingsDep) -> JSONResponse:
+@router.get(
+    "/healthz", responses={503: {"model": Health, "description": "Temporal is unavailable"}}
+)
+async def healthz(client: ClientDep, settings: SettingsDep, response: Response) -> Health:
     """Whether the gateway can reach Temporal."""
     timeout = timedelta(seconds=settings.healthz_timeout_seconds)
     try:
@@ -31,7 +42,6 @@ async def healthz(client: ClientDep, settings: SettingsDep) -> JSONResponse:
         detail = "ok" if healthy else "Temporal reports its service as not serving"
     except TEMPORAL_ERRORS as err:
         healthy, detail = False, f"Temporal is unreachable: {err}"
-    return JSONResponse(
-        {"status": "ok" if healthy else "unavailable", "temporal": detail},
-        status_code=200 if healthy else 503,
-    )
+    if not healthy:
+        response.status_code = 503
+    return Health(status="ok" if healthy else "unavailable", temporal=detail)

@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
 
 from gateway.deps import ClientDep, SettingsDep, no_agent_named
 from gateway.errors import (
@@ -18,11 +17,18 @@ from gateway.errors import (
     temporal_unavailable,
     thread_read_error,
 )
-from gateway.inbox import InvalidCursor, list_interrupts, list_threads, thread_query
+from gateway.inbox import (
+    InboxPage,
+    InvalidCursor,
+    ThreadPage,
+    list_interrupts,
+    list_threads,
+    thread_query,
+)
 from gateway.streaming import thread_handle
 from settings import Settings
 from workflows.agents import AGENTS
-from workflows.models import ThreadStatus
+from workflows.models import ThreadStatus, ThreadView
 from workflows.thread import ThreadWorkflow
 
 router = APIRouter()
@@ -36,15 +42,16 @@ async def threads(
     status: Annotated[ThreadStatus | None, Query()] = None,
     page_size: Annotated[int, Query(alias="pageSize", ge=1, le=1000)] = 100,
     page_token: Annotated[str | None, Query(alias="pageToken")] = None,
-) -> JSONResponse:
+) -> ThreadPage:
     """Threads served by this gateway's task queue, with their status."""
     query = _visibility_query(settings, agent=agent, status=status)
     with _listing_errors():
-        page = await list_threads(client, query, page_size, page_token)
-    return JSONResponse(page.model_dump(mode="json", by_alias=True))
+        return await list_threads(client, query, page_size, page_token)
 
 
-@router.get("/interrupts")
+# None fields are left out, ``nextCursor`` on the last page among them, as the inbox
+# has always answered.
+@router.get("/interrupts", response_model_exclude_none=True)
 async def interrupts(
     client: ClientDep,
     settings: SettingsDep,
@@ -52,22 +59,20 @@ async def interrupts(
     reason: Annotated[str | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query()] = None,
-) -> JSONResponse:
+) -> InboxPage:
     """Open interrupts across threads, soonest deadline first: an approval inbox."""
     query = _visibility_query(settings, agent=agent, status="waiting", reason=reason)
     with _listing_errors():
-        page = await list_interrupts(client, query, reason, limit, cursor)
-    return JSONResponse(page.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return await list_interrupts(client, query, reason, limit, cursor)
 
 
 @router.get("/threads/{thread_id}")
-async def thread(thread_id: str, client: ClientDep) -> JSONResponse:
+async def thread(thread_id: str, client: ClientDep) -> ThreadView:
     """The thread's messages, state and runs."""
     try:
-        view = await thread_handle(client, thread_id).query(ThreadWorkflow.view)
+        return await thread_handle(client, thread_id).query(ThreadWorkflow.view)
     except TEMPORAL_ERRORS as err:
         raise thread_read_error(thread_id, err) from err
-    return JSONResponse(view.model_dump(mode="json", by_alias=True))
 
 
 def _visibility_query(
