@@ -5,8 +5,7 @@ from __future__ import annotations
 from ag_ui.core import AgentCapabilities
 from fastapi import APIRouter
 
-from gateway.deps import AgentDep
-from workflows.agents import AGENTS
+from gateway.deps import AgentDep, AgentsDep
 from workflows.models import Model
 
 router = APIRouter()
@@ -25,7 +24,7 @@ class AgentList(Model):
 
 
 @router.get("/agents")
-async def list_agents() -> AgentList:
+async def list_agents(agents: AgentsDep) -> AgentList:
     """Every agent this gateway serves, with its capabilities."""
     return AgentList(
         agents=[
@@ -34,7 +33,7 @@ async def list_agents() -> AgentList:
                 description=agent.description,
                 capabilities=agent.capabilities(),
             )
-            for agent in AGENTS.values()
+            for agent in agents.values()
         ]
     )
 

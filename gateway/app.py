@@ -2,25 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from temporalio.client import Client
 
 from gateway import agents, ops, runs, threads
+from gateway.deps import Agents, ServedAgent
 from gateway.errors import ApiError, api_error_handler
 from gateway.metrics import GatewayMetrics, RequestCounter
 from settings import Settings, connect
+from workflows.agents import AGENTS
+
+ROUTERS = (runs.router, agents.router, threads.router, ops.router)
+"""Every route of the gateway, by what it owns."""
 
 
-def create_app(settings: Settings | None = None, client: Client | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None,
+    client: Client | None = None,
+    agents: Mapping[str, ServedAgent] | Sequence[ServedAgent] | None = None,
+) -> FastAPI:
     """Build the gateway.
 
     Args:
         settings: Defaults to the environment's.
         client: A connected Temporal client to use; by default one is created (lazily,
             so the gateway starts even while Temporal is down) when the app starts.
+        agents: The agents to serve, by name or named by their ``name``; by default the
+            engine's registry, ``workflows.agents.AGENTS``. The workers of the task queue
+            must serve them too: they run them.
     """
     metrics = GatewayMetrics()
 
@@ -37,8 +49,19 @@ def create_app(settings: Settings | None = None, client: Client | None = None) -
     app = FastAPI(title="AG-UI on Temporal", lifespan=lifespan)
     app.state.settings = settings or Settings()
     app.state.metrics = metrics
+    app.state.agents = _by_name(AGENTS if agents is None else agents)
     app.add_middleware(RequestCounter, metrics=metrics)
     app.add_exception_handler(ApiError, api_error_handler)
-    for router in (runs.router, agents.router, threads.router, ops.router):
+    for router in ROUTERS:
         app.include_router(router)
     return app
+
+
+def _by_name(agents: Mapping[str, ServedAgent] | Sequence[ServedAgent]) -> Agents:
+    """A mapping as it is (so the default follows the registry); a sequence by name."""
+    if isinstance(agents, Mapping):
+        return agents
+    by_name = {agent.name: agent for agent in agents}
+    if len(by_name) != len(agents):
+        raise ValueError("Two of the agents have the same name.")
+    return by_name

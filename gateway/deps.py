@@ -1,18 +1,34 @@
-"""What the routes depend on, as FastAPI dependencies: the Temporal client, the settings
-and the metrics, which ``create_app`` sets on the app."""
+"""What the routes depend on, as FastAPI dependencies: the Temporal client, the settings,
+the metrics and the agents served, which ``create_app`` sets on the app."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Protocol
 
+from ag_ui.core import AgentCapabilities
 from fastapi import Depends, Request
 from temporalio.client import Client
 
 from gateway.errors import ApiError, GatewayErrorCode
 from gateway.metrics import GatewayMetrics
 from settings import Settings
-from workflows.agents import AGENTS
-from workflows.runtime import Agent
+
+
+class ServedAgent(Protocol):
+    """What the gateway uses of an agent: runs reach it by name, through its thread."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    def capabilities(self) -> AgentCapabilities: ...
+
+
+Agents = Mapping[str, ServedAgent]
+"""The agents the gateway serves, by name."""
 
 
 # Dependencies are coroutines, even those that never await: FastAPI runs a plain function
@@ -32,20 +48,28 @@ async def _settings(request: Request) -> Settings:
     return settings
 
 
-async def _agent(agent_id: str) -> Agent:
-    agent = AGENTS.get(agent_id)
-    if agent is None:
-        raise ApiError(404, GatewayErrorCode.UNKNOWN_AGENT, no_agent_named(agent_id))
-    return agent
-
-
-def no_agent_named(name: str) -> str:
-    """The message for a request naming an agent the gateway does not serve."""
-    return f"No agent named {name!r}; known agents: {', '.join(sorted(AGENTS))}."
+async def _agents(request: Request) -> Agents:
+    agents: Agents = request.app.state.agents
+    return agents
 
 
 ClientDep = Annotated[Client, Depends(_client)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
 MetricsDep = Annotated[GatewayMetrics, Depends(_metrics)]
-AgentDep = Annotated[Agent, Depends(_agent)]
+AgentsDep = Annotated[Agents, Depends(_agents)]
+
+
+async def _agent(agent_id: str, agents: AgentsDep) -> ServedAgent:
+    agent = agents.get(agent_id)
+    if agent is None:
+        raise ApiError(404, GatewayErrorCode.UNKNOWN_AGENT, no_agent_named(agent_id, agents))
+    return agent
+
+
+AgentDep = Annotated[ServedAgent, Depends(_agent)]
 """The agent the path's ``agent_id`` names, or a 404."""
+
+
+def no_agent_named(name: str, agents: Agents) -> str:
+    """The message for a request naming an agent the gateway does not serve."""
+    return f"No agent named {name!r}; known agents: {', '.join(sorted(agents))}."

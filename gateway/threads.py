@@ -9,7 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from gateway.deps import ClientDep, SettingsDep, no_agent_named
+from gateway.deps import Agents, AgentsDep, ClientDep, SettingsDep, no_agent_named
 from gateway.errors import (
     TEMPORAL_ERRORS,
     ApiError,
@@ -27,7 +27,6 @@ from gateway.inbox import (
 )
 from gateway.streaming import thread_handle
 from settings import Settings
-from workflows.agents import AGENTS
 from workflows.models import ThreadStatus, ThreadView
 from workflows.thread import ThreadWorkflow
 
@@ -38,13 +37,14 @@ router = APIRouter()
 async def threads(
     client: ClientDep,
     settings: SettingsDep,
+    agents: AgentsDep,
     agent: Annotated[str | None, Query()] = None,
     status: Annotated[ThreadStatus | None, Query()] = None,
     page_size: Annotated[int, Query(alias="pageSize", ge=1, le=1000)] = 100,
     page_token: Annotated[str | None, Query(alias="pageToken")] = None,
 ) -> ThreadPage:
     """Threads served by this gateway's task queue, with their status."""
-    query = _visibility_query(settings, agent=agent, status=status)
+    query = _visibility_query(settings, agents, agent=agent, status=status)
     with _listing_errors():
         return await list_threads(client, query, page_size, page_token)
 
@@ -55,13 +55,14 @@ async def threads(
 async def interrupts(
     client: ClientDep,
     settings: SettingsDep,
+    agents: AgentsDep,
     agent: Annotated[str | None, Query()] = None,
     reason: Annotated[str | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query()] = None,
 ) -> InboxPage:
     """Open interrupts across threads, soonest deadline first: an approval inbox."""
-    query = _visibility_query(settings, agent=agent, status="waiting", reason=reason)
+    query = _visibility_query(settings, agents, agent=agent, status="waiting", reason=reason)
     with _listing_errors():
         return await list_interrupts(client, query, reason, limit, cursor)
 
@@ -77,13 +78,14 @@ async def thread(thread_id: str, client: ClientDep) -> ThreadView:
 
 def _visibility_query(
     settings: Settings,
+    agents: Agents,
     agent: str | None = None,
     status: ThreadStatus | None = None,
     reason: str | None = None,
 ) -> str:
     """The visibility query for the filters, or a 422 naming the bad one."""
-    if agent is not None and agent not in AGENTS:
-        raise ApiError(422, GatewayErrorCode.INVALID_FILTER, no_agent_named(agent))
+    if agent is not None and agent not in agents:
+        raise ApiError(422, GatewayErrorCode.INVALID_FILTER, no_agent_named(agent, agents))
     try:
         return thread_query(settings.task_queue, agent=agent, status=status, reason=reason)
     except ValueError as err:
