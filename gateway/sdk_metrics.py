@@ -24,7 +24,7 @@ from prometheus_client.utils import floatToGoString
 from temporalio.common import MetricAttributes
 from temporalio.runtime import (
     BUFFERED_METRIC_KIND_COUNTER,
-    BUFFERED_METRIC_KIND_GAUGE,
+    BUFFERED_METRIC_KIND_HISTOGRAM,
     BufferedMetricKind,
     MetricBuffer,
     MetricBufferDurationFormat,
@@ -33,6 +33,8 @@ from temporalio.runtime import (
 SDK_BUCKETS = (0.05, 0.1, 0.5, 1, 2.5, 10)
 """Seconds: the buckets the SDK's own exporter gives its histograms by default, among
 them every one a client records (request latencies)."""
+BOUNDS = [*map(floatToGoString, SDK_BUCKETS), "+Inf"]
+"""The buckets' ``le`` labels."""
 SDK_BUFFER_SIZE = 100_000
 """Updates held between drains, a few per Temporal call; the SDK drops (and logs) any
 beyond it."""
@@ -92,39 +94,37 @@ class _SdkFamily:
 
     def update(self, labels: Labels, value: float) -> None:
         """Take in one update: a counter's increment, a gauge's value or an observation."""
-        if self._kind == BUFFERED_METRIC_KIND_COUNTER:
-            self._values[labels] = self._values.get(labels, 0) + value
-        elif self._kind == BUFFERED_METRIC_KIND_GAUGE:
-            self._values[labels] = value
-        else:
-            counts = self._buckets.setdefault(labels, [0] * (len(SDK_BUCKETS) + 1))
+        if self._kind == BUFFERED_METRIC_KIND_HISTOGRAM:
+            counts = self._buckets.setdefault(labels, [0] * len(BOUNDS))
             counts[bisect.bisect_left(SDK_BUCKETS, value)] += 1
             self._sums[labels] = self._sums.get(labels, 0) + value
+        elif self._kind == BUFFERED_METRIC_KIND_COUNTER:
+            self._values[labels] = self._values.get(labels, 0) + value
+        else:
+            self._values[labels] = value
 
     def exposed(self, name: str) -> Metric:
         """The family in Prometheus' form. Its label names are all its series' (the SDK
         adds ``namespace`` to some), empty where a series has none: to Prometheus an empty
         label is an absent one."""
-        series = list(self._values) + list(self._buckets)
+        series = [*self._values, *self._buckets]
         names = sorted({key for labels in series for key, _ in labels})
 
         def values(labels: Labels) -> list[str]:
             present = dict(labels)
             return [present.get(key, "") for key in names]
 
-        if self._kind == BUFFERED_METRIC_KIND_COUNTER:
-            counter = CounterMetricFamily(name, self._documentation, labels=names)
-            for labels, total in self._values.items():
-                counter.add_metric(values(labels), total)
-            return counter
-        if self._kind == BUFFERED_METRIC_KIND_GAUGE:
-            gauge = GaugeMetricFamily(name, self._documentation, labels=names)
-            for labels, value in self._values.items():
-                gauge.add_metric(values(labels), value)
-            return gauge
-        histogram = HistogramMetricFamily(name, self._documentation, labels=names)
-        bounds = [*map(floatToGoString, SDK_BUCKETS), "+Inf"]
-        for labels, counts in self._buckets.items():
-            cumulative = list(zip(bounds, itertools.accumulate(counts), strict=True))
-            histogram.add_metric(values(labels), cumulative, self._sums[labels])
-        return histogram
+        if self._kind == BUFFERED_METRIC_KIND_HISTOGRAM:
+            histogram = HistogramMetricFamily(name, self._documentation, labels=names)
+            for labels, counts in self._buckets.items():
+                cumulative = list(zip(BOUNDS, itertools.accumulate(counts), strict=True))
+                histogram.add_metric(values(labels), cumulative, self._sums[labels])
+            return histogram
+        family = (
+            CounterMetricFamily(name, self._documentation, labels=names)
+            if self._kind == BUFFERED_METRIC_KIND_COUNTER
+            else GaugeMetricFamily(name, self._documentation, labels=names)
+        )
+        for labels, value in self._values.items():
+            family.add_metric(values(labels), value)
+        return family
