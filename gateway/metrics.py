@@ -20,7 +20,7 @@ from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from temporalio.runtime import Runtime
 
-from gateway.sdk_metrics import SdkMetrics
+from gateway.sdk_metrics import SDK_DRAIN_SECONDS, SdkMetrics
 from settings import telemetry_runtime
 
 T = TypeVar("T")
@@ -28,9 +28,6 @@ log = logging.getLogger("agui.gateway")
 
 STREAM_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
 """Seconds: a short run streams for tens of milliseconds, an attached client for minutes."""
-SDK_DRAIN_SECONDS = 1.0
-"""How often the SDK's metric buffer is drained between scrapes, so that a gateway
-nobody scrapes never fills it."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -115,8 +112,8 @@ class GatewayMetrics:
             self.stream_seconds.labels(route).observe(time.monotonic() - started)
 
     def exposition(self) -> bytes:
-        """The gateway's metrics, its Temporal client's among them, in Prometheus text
-        format."""
+        """The gateway's metrics in Prometheus text format, its Temporal client's among
+        them when it made that client (:meth:`sdk_runtime`)."""
         return generate_latest(self.registry)
 
     @contextlib.asynccontextmanager

@@ -38,6 +38,9 @@ BOUNDS = [*map(floatToGoString, SDK_BUCKETS), "+Inf"]
 SDK_BUFFER_SIZE = 100_000
 """Updates held between drains, a few per Temporal call; the SDK drops (and logs) any
 beyond it."""
+SDK_DRAIN_SECONDS = 1.0
+"""How often the buffer is drained between scrapes, so that a gateway nobody scrapes
+never fills it."""
 
 Labels = tuple[tuple[str, str], ...]
 
