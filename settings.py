@@ -20,6 +20,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.runtime import (
     LogForwardingConfig,
     LoggingConfig,
+    MetricBuffer,
     PrometheusConfig,
     Runtime,
     TelemetryConfig,
@@ -91,30 +92,29 @@ def temporal_connect_config() -> dict[str, Any]:
     return config
 
 
-def telemetry_runtime(metrics_bind_address: str | None) -> Runtime:
+def telemetry_runtime(metrics: str | MetricBuffer | None) -> Runtime:
     """A Temporal runtime for a process of the engine.
 
     The SDK core's own log lines go through Python logging (logger ``temporalio.core``),
-    so they come out in the process's log format. With ``metrics_bind_address`` it serves
-    Prometheus metrics at ``http://<address>/metrics``: the SDK's (``temporal_*``) and
-    those workflows emit through their metric meter.
+    so they come out in the process's log format. Its metrics, the SDK's (``temporal_*``)
+    and those workflows emit through their metric meter, go where ``metrics`` says: a
+    ``host:port`` address serves them to Prometheus at ``http://<address>/metrics``, a
+    ``MetricBuffer`` holds them for the process to drain; with neither, they are dropped.
     """
-    metrics = (
-        PrometheusConfig(
-            bind_address=metrics_bind_address,
-            counters_total_suffix=True,
-            durations_as_seconds=True,
+    config: PrometheusConfig | MetricBuffer | None = None
+    if isinstance(metrics, MetricBuffer):
+        config = metrics
+    elif metrics:
+        config = PrometheusConfig(
+            bind_address=metrics, counters_total_suffix=True, durations_as_seconds=True
         )
-        if metrics_bind_address
-        else None
-    )
     return Runtime(
         telemetry=TelemetryConfig(
             logging=LoggingConfig(
                 filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
                 forwarding=LogForwardingConfig(logger=logging.getLogger("temporalio.core")),
             ),
-            metrics=metrics,
+            metrics=config,
         )
     )
 

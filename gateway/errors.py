@@ -12,10 +12,12 @@ from typing import Any
 
 from ag_ui.core import RunErrorEvent
 from fastapi import Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 
 class GatewayErrorCode(StrEnum):
@@ -29,6 +31,8 @@ class GatewayErrorCode(StrEnum):
     INVALID_EVENT_ID = "INVALID_EVENT_ID"
     INVALID_FILTER = "INVALID_FILTER"
     INVALID_CURSOR = "INVALID_CURSOR"
+    INVALID_PARAMETER = "INVALID_PARAMETER"
+    """A path, query or header parameter outside what the route accepts."""
     TEMPORAL_UNAVAILABLE = "TEMPORAL_UNAVAILABLE"
 
 
@@ -63,9 +67,26 @@ async def api_error_handler(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"error": body}, status_code=exc.status)
 
 
+async def validation_error_handler(_: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's own parameter validation, in the gateway's one error body."""
+    assert isinstance(exc, RequestValidationError)
+    details = jsonable_encoder(exc.errors(), exclude={"ctx", "url"})
+    error = ApiError(
+        422, GatewayErrorCode.INVALID_PARAMETER, "A parameter is invalid.", details=details
+    )
+    return await api_error_handler(_, error)
+
+
 def temporal_unavailable(err: Exception) -> ApiError:
     """The 503 answered when Temporal cannot be reached."""
     return ApiError(503, GatewayErrorCode.TEMPORAL_UNAVAILABLE, f"Temporal is unavailable: {err}")
+
+
+def thread_read_error(thread_id: str, err: Exception) -> ApiError:
+    """A failed read of a thread: 404 when it does not exist, else Temporal is unavailable."""
+    if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
+        return ApiError(404, GatewayErrorCode.UNKNOWN_THREAD, f"No thread {thread_id!r}.")
+    return temporal_unavailable(err)
 
 
 def run_error_from(err: BaseException) -> RunErrorEvent:

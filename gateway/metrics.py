@@ -9,17 +9,18 @@ the worker's runtime.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, TypeVar
 
-import httpx
 from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from temporalio.runtime import Runtime
 
+from gateway.sdk_metrics import SDK_DRAIN_SECONDS, SdkMetrics
 from settings import telemetry_runtime
 
 T = TypeVar("T")
@@ -40,8 +41,6 @@ class GatewayMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.sdk_url: str | None = None
-        """Where the gateway's Temporal runtime serves the SDK's metrics, if it does."""
         self.requests = Counter(
             "agui_gateway_requests",
             "HTTP requests answered, by route template and status",
@@ -112,22 +111,26 @@ class GatewayMetrics:
         finally:
             self.stream_seconds.labels(route).observe(time.monotonic() - started)
 
-    async def exposition(self) -> bytes:
-        """The gateway's metrics, then its Temporal client's, in Prometheus text format."""
-        text = generate_latest(self.registry)
-        if self.sdk_url is not None:
-            async with httpx.AsyncClient(timeout=2) as http:
-                text += (await http.get(self.sdk_url)).content
-        return text
+    def exposition(self) -> bytes:
+        """The gateway's metrics in Prometheus text format, its Temporal client's among
+        them when it made that client (:meth:`sdk_runtime`)."""
+        return generate_latest(self.registry)
 
-    def sdk_runtime(self) -> Runtime:
+    @contextlib.asynccontextmanager
+    async def sdk_runtime(self) -> AsyncIterator[Runtime]:
         """A Temporal runtime for the gateway's own client, whose SDK metrics
-        :meth:`exposition` then includes (served on a free loopback port)."""
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            address = f"127.0.0.1:{sock.getsockname()[1]}"
-        self.sdk_url = f"http://{address}/metrics"
-        return telemetry_runtime(address)
+        :meth:`exposition` then includes, for as long as the block runs."""
+        sdk = SdkMetrics()
+        runtime = telemetry_runtime(sdk.buffer)
+        self.registry.register(sdk)
+        draining = asyncio.create_task(sdk.drain_every(SDK_DRAIN_SECONDS))
+        try:
+            yield runtime
+        finally:
+            draining.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await draining
+            self.registry.unregister(sdk)
 
 
 class RequestCounter:

@@ -108,8 +108,7 @@ def thread_handle(client: Client, thread_id: str) -> WorkflowHandle[ThreadWorkfl
 
 async def find_run(thread: WorkflowHandle[ThreadWorkflow, None], run_id: str) -> RunRecord | None:
     """The thread's latest run with AG-UI ``runId`` ``run_id`` (a resume may reuse one)."""
-    view = await thread.query(ThreadWorkflow.view)
-    return next((run for run in reversed(view.runs) if run.run_id == run_id), None)
+    return await thread.query(ThreadWorkflow.run_record, run_id)
 
 
 async def attach(

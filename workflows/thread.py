@@ -88,6 +88,8 @@ class ThreadWorkflow:
         events(EventsQuery) -> EventPage: a run's events after an offset, which the
             gateway streams while the update is in flight.
         view() -> ThreadView: the thread as ``GET /threads/{thread_id}`` shows it.
+        run_record(str) -> RunRecord | None: the latest run with a ``runId``, which the
+            gateway reconnects a client to.
     """
 
     @workflow.init
@@ -212,6 +214,11 @@ class ThreadWorkflow:
             audit=self._thread.audit,
             memory=self._thread.memory,
         )
+
+    @workflow.query
+    def run_record(self, run_id: str) -> RunRecord | None:
+        """The latest run with AG-UI ``runId`` ``run_id`` (a resume may reuse one), if any."""
+        return next((run for run in reversed(self._thread.runs) if run.run_id == run_id), None)
 
     @workflow.update(name="operator_resume")
     async def operator_resume(self, request: OperatorResume) -> OperatorResult:

@@ -1,0 +1,62 @@
+"""What the routes depend on, as FastAPI dependencies: the Temporal client, the settings,
+the metrics and the agents served, which ``create_app`` sets on the app."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated
+
+from fastapi import Depends, Request
+from temporalio.client import Client
+
+from gateway.errors import ApiError, GatewayErrorCode
+from gateway.metrics import GatewayMetrics
+from settings import Settings
+from workflows.sdk.agent import AgentDefinition
+
+Agents = Mapping[str, AgentDefinition]
+"""The agents the gateway serves, by name."""
+
+
+# Dependencies are coroutines, even those that never await: FastAPI runs a plain function
+# in its thread pool, a thread hop per dependency per request.
+async def _client(request: Request) -> Client:
+    client: Client = request.app.state.client
+    return client
+
+
+async def _metrics(request: Request) -> GatewayMetrics:
+    metrics: GatewayMetrics = request.app.state.metrics
+    return metrics
+
+
+async def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+async def _agents(request: Request) -> Agents:
+    agents: Agents = request.app.state.agents
+    return agents
+
+
+ClientDep = Annotated[Client, Depends(_client)]
+SettingsDep = Annotated[Settings, Depends(_settings)]
+MetricsDep = Annotated[GatewayMetrics, Depends(_metrics)]
+AgentsDep = Annotated[Agents, Depends(_agents)]
+
+
+async def _agent(agent_id: str, agents: AgentsDep) -> AgentDefinition:
+    agent = agents.get(agent_id)
+    if agent is None:
+        raise ApiError(404, GatewayErrorCode.UNKNOWN_AGENT, no_agent_named(agent_id, agents))
+    return agent
+
+
+AgentDep = Annotated[AgentDefinition, Depends(_agent)]
+"""The agent the path's ``agent_id`` names, or a 404."""
+
+
+def no_agent_named(name: str, agents: Agents) -> str:
+    """The message for a request naming an agent the gateway does not serve."""
+    return f"No agent named {name!r}; known agents: {', '.join(sorted(agents))}."

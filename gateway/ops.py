@@ -1,0 +1,47 @@
+"""What operators watch: ``GET /healthz`` for orchestrators, ``GET /metrics`` for
+Prometheus."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from fastapi import APIRouter, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from gateway.deps import ClientDep, MetricsDep, SettingsDep
+from gateway.errors import TEMPORAL_ERRORS
+from workflows.models import Model
+
+router = APIRouter()
+
+
+class Health(Model):
+    """What ``GET /healthz`` answers, with 200 when ``ok`` and 503 when not."""
+
+    status: Literal["ok", "unavailable"]
+    temporal: str
+    """``ok``, or why the gateway cannot use Temporal."""
+
+
+@router.get("/metrics")
+async def prometheus(metrics: MetricsDep) -> Response:
+    """Prometheus metrics: the gateway's (``agui_gateway_*``) and, when the gateway
+    made its own Temporal client, the SDK's (``temporal_*``)."""
+    return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get(
+    "/healthz", responses={503: {"model": Health, "description": "Temporal is unavailable"}}
+)
+async def healthz(client: ClientDep, settings: SettingsDep, response: Response) -> Health:
+    """Whether the gateway can reach Temporal."""
+    timeout = timedelta(seconds=settings.healthz_timeout_seconds)
+    try:
+        healthy = await client.service_client.check_health(timeout=timeout)
+        detail = "ok" if healthy else "Temporal reports its service as not serving"
+    except TEMPORAL_ERRORS as err:
+        healthy, detail = False, f"Temporal is unreachable: {err}"
+    if not healthy:
+        response.status_code = 503
+    return Health(status="ok" if healthy else "unavailable", temporal=detail)

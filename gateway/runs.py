@@ -1,0 +1,191 @@
+"""Runs and their event streams: ``POST /agents/{agent_id}`` starts or resumes a run and
+streams its AG-UI events; ``GET /threads/{thread_id}/runs/{run_id}/events`` reads a run
+again, from any event on."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from ag_ui.core import PROTOCOL_VERSION, BaseEvent, RunAgentInput, RunStartedEvent
+from ag_ui.encoder import EventEncoder
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import StreamingResponse
+from opentelemetry import trace
+from pydantic import ValidationError
+
+from gateway.compat import DRAFT, encode_draft, normalise_draft_resume
+from gateway.deps import AgentDep, ClientDep, MetricsDep, SettingsDep
+from gateway.errors import (
+    RUN_FAILURES,
+    TEMPORAL_ERRORS,
+    ApiError,
+    GatewayErrorCode,
+    run_error_from,
+    temporal_unavailable,
+    thread_read_error,
+)
+from gateway.streaming import RunStream, attach, find_run, start_run, thread_handle
+from workflows.models import SequencedEvent
+
+tracer = trace.get_tracer("agui.gateway")
+router = APIRouter()
+
+Streamed = tuple[int | None, BaseEvent]
+"""An event to send and its SSE ``id``: its ``seq`` in the thread's event log, or
+``None`` for an event the thread never recorded (the ``RUN_ERROR`` of a rejected run)."""
+Page = list[Streamed]
+"""Events that arrived together: the gateway writes them to the client in one chunk."""
+
+
+async def _run_input(request: Request) -> RunAgentInput:
+    """The request body as a ``RunAgentInput``, or a 400/422 saying what is wrong."""
+    try:
+        body: Any = json.loads(await request.body())
+    except ValueError as err:
+        raise ApiError(
+            400, GatewayErrorCode.MALFORMED_JSON, f"The body is not valid JSON: {err}."
+        ) from err
+    try:
+        return RunAgentInput.model_validate(normalise_draft_resume(body))
+    except ValidationError as err:
+        raise ApiError(
+            422,
+            GatewayErrorCode.INVALID_RUN_INPUT,
+            "The body is not an AG-UI RunAgentInput.",
+            details=json.loads(err.json(include_url=False, include_context=False)),
+        ) from err
+
+
+RunInputDep = Annotated[RunAgentInput, Depends(_run_input)]
+
+
+@router.post("/agents/{agent_id}", response_class=StreamingResponse)
+async def run_agent(
+    agent: AgentDep,
+    run_input: RunInputDep,
+    client: ClientDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
+    compat: Annotated[Literal["draft"] | None, Query()] = None,
+) -> StreamingResponse:
+    """Run the agent on ``run_input.threadId`` and stream the run's AG-UI events.
+
+    ``?compat=draft`` adds the earlier interrupt draft's ``RUN_FINISHED`` shape.
+    """
+    attributes = {
+        "agui.agent": agent.name,
+        "agui.thread_id": run_input.thread_id,
+        "agui.run_id": run_input.run_id,
+    }
+    # The trace's root: Temporal's interceptor continues it into the workflow.
+    with tracer.start_as_current_span("AG-UI run", attributes=attributes):
+        try:
+            stream = await start_run(client, settings, agent.name, run_input)
+        except TEMPORAL_ERRORS as err:
+            raise temporal_unavailable(err) from err
+    pages = metrics.observe_run(agent.name, run_input, _guarded(run_input, stream))
+    return _sse(metrics.time_stream("/agents/{agent_id}", pages), compat)
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/events", response_class=StreamingResponse)
+async def run_events(
+    thread_id: str,
+    run_id: str,
+    client: ClientDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
+    after: Annotated[str | None, Query()] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """The run's events after event id ``after`` (or ``Last-Event-ID``), then its live
+    rest: how a client resumes a lost stream, attaches to a run in flight, or re-reads
+    a finished one. With neither, the whole run."""
+    offset = _event_id(after if after is not None else last_event_id)
+    thread = thread_handle(client, thread_id)
+    try:
+        run = await find_run(thread, run_id)
+    except TEMPORAL_ERRORS as err:
+        raise thread_read_error(thread_id, err) from err
+    if run is None:
+        raise ApiError(
+            404, GatewayErrorCode.UNKNOWN_RUN, f"Thread {thread_id!r} has no run {run_id!r}."
+        )
+
+    async def pages() -> AsyncIterator[Page]:
+        async for page in attach(thread, run, offset, settings.stream_poll_seconds):
+            yield _streamed(page)
+
+    return _sse(metrics.time_stream("/threads/{thread_id}/runs/{run_id}/events", pages()))
+
+
+def _streamed(page: list[SequencedEvent]) -> Page:
+    """A page of the thread's events, each with its ``seq`` as its SSE ``id``."""
+    return [(item.seq, item.event) for item in page]
+
+
+async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator[Page]:
+    """The run's events, always closed by ``RUN_FINISHED`` or ``RUN_ERROR``.
+
+    A run the thread rejected never started there, but AG-UI requires every run to open
+    with ``RUN_STARTED``, so the gateway opens it before reporting the error; the thread
+    records none of it.
+    """
+    started = False
+    try:
+        async for page in stream.pages():
+            started = True
+            yield _streamed(page)
+    except RUN_FAILURES as err:
+        error: Page = [(None, run_error_from(err))]
+        if started:
+            yield error
+        else:
+            opening = RunStartedEvent(
+                thread_id=run_input.thread_id,
+                run_id=run_input.run_id,
+                protocol_version=PROTOCOL_VERSION,
+            )
+            yield [(None, opening), *error]
+
+
+def _sse(pages: AsyncIterator[Page], compat: str | None = None) -> StreamingResponse:
+    """An AG-UI event stream as a ``text/event-stream`` response, a chunk per page.
+
+    Args:
+        pages: The events to send, each with its SSE ``id``.
+        compat: ``"draft"`` to send interrupts in the earlier draft's shape too.
+    """
+    encoder = EventEncoder()
+
+    def encode(seq: int | None, event: BaseEvent) -> str:
+        data = (
+            f"data: {json.dumps(encode_draft(event))}\n\n"
+            if compat == DRAFT
+            else encoder.encode(event)
+        )
+        return data if seq is None else f"id: {seq}\n{data}"
+
+    async def body() -> AsyncIterator[str]:
+        async for page in pages:
+            yield "".join(encode(seq, event) for seq, event in page)
+
+    return StreamingResponse(
+        body(),
+        media_type=encoder.get_content_type(),
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+def _event_id(value: str | None) -> int:
+    """An SSE event id as sent by the gateway (a non-negative integer); 0 when absent."""
+    if value is None:
+        return 0
+    if not (value.isascii() and value.isdigit()):
+        raise ApiError(
+            422,
+            GatewayErrorCode.INVALID_EVENT_ID,
+            f"{value!r} is not an event id of this gateway; ids are non-negative integers.",
+        )
+    return int(value)

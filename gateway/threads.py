@@ -1,0 +1,103 @@
+"""Threads and their open interrupts: ``GET /threads``, ``GET /threads/{thread_id}`` and
+the approval inbox ``GET /interrupts``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from gateway.deps import Agents, AgentsDep, ClientDep, SettingsDep, no_agent_named
+from gateway.errors import (
+    TEMPORAL_ERRORS,
+    ApiError,
+    GatewayErrorCode,
+    temporal_unavailable,
+    thread_read_error,
+)
+from gateway.inbox import (
+    InboxPage,
+    InvalidCursor,
+    ThreadPage,
+    list_interrupts,
+    list_threads,
+    thread_query,
+)
+from gateway.streaming import thread_handle
+from settings import Settings
+from workflows.models import ThreadStatus, ThreadView
+from workflows.thread import ThreadWorkflow
+
+router = APIRouter()
+
+
+@router.get("/threads")
+async def threads(
+    client: ClientDep,
+    settings: SettingsDep,
+    agents: AgentsDep,
+    agent: Annotated[str | None, Query()] = None,
+    status: Annotated[ThreadStatus | None, Query()] = None,
+    page_size: Annotated[int, Query(alias="pageSize", ge=1, le=1000)] = 100,
+    page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+) -> ThreadPage:
+    """Threads served by this gateway's task queue, with their status."""
+    query = _visibility_query(settings, agents, agent=agent, status=status)
+    with _listing_errors():
+        return await list_threads(client, query, page_size, page_token)
+
+
+# None fields are left out, ``nextCursor`` on the last page among them, as the inbox
+# has always answered.
+@router.get("/interrupts", response_model_exclude_none=True)
+async def interrupts(
+    client: ClientDep,
+    settings: SettingsDep,
+    agents: AgentsDep,
+    agent: Annotated[str | None, Query()] = None,
+    reason: Annotated[str | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: Annotated[str | None, Query()] = None,
+) -> InboxPage:
+    """Open interrupts across threads, soonest deadline first: an approval inbox."""
+    query = _visibility_query(settings, agents, agent=agent, status="waiting", reason=reason)
+    with _listing_errors():
+        return await list_interrupts(client, query, reason, limit, cursor)
+
+
+@router.get("/threads/{thread_id}")
+async def thread(thread_id: str, client: ClientDep) -> ThreadView:
+    """The thread's messages, state and runs."""
+    try:
+        return await thread_handle(client, thread_id).query(ThreadWorkflow.view)
+    except TEMPORAL_ERRORS as err:
+        raise thread_read_error(thread_id, err) from err
+
+
+def _visibility_query(
+    settings: Settings,
+    agents: Agents,
+    agent: str | None = None,
+    status: ThreadStatus | None = None,
+    reason: str | None = None,
+) -> str:
+    """The visibility query for the filters, or a 422 naming the bad one."""
+    if agent is not None and agent not in agents:
+        raise ApiError(422, GatewayErrorCode.INVALID_FILTER, no_agent_named(agent, agents))
+    try:
+        return thread_query(settings.task_queue, agent=agent, status=status, reason=reason)
+    except ValueError as err:
+        raise ApiError(422, GatewayErrorCode.INVALID_FILTER, str(err)) from err
+
+
+@contextmanager
+def _listing_errors() -> Iterator[None]:
+    """A listing's failures as HTTP errors: a bad cursor is 422, Temporal down 503."""
+    try:
+        yield
+    except InvalidCursor as err:
+        raise ApiError(422, GatewayErrorCode.INVALID_CURSOR, str(err)) from err
+    except TEMPORAL_ERRORS as err:
+        raise temporal_unavailable(err) from err
