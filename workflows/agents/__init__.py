@@ -11,7 +11,7 @@ from workflows.agents.clarify import CLARIFY
 from workflows.agents.demo import DEMO
 from workflows.agents.files import FILES
 from workflows.agents.transfer import TRANSFER
-from workflows.sdk.agent import AgentDefinition
+from workflows.sdk import AgentDefinition
 
 AGENTS: dict[str, AgentDefinition] = {
     agent.name: agent for agent in (DEMO, FILES, TRANSFER, CLARIFY)

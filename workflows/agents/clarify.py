@@ -10,9 +10,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities import clarify
-    from workflows.sdk.agent import AgentDefinition
-    from workflows.sdk.asks import Ask
-    from workflows.sdk.tools import interrupt_tool
+    from workflows.sdk import AgentDefinition, Ask, interrupt_tool
 
 
 @interrupt_tool

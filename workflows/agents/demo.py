@@ -21,10 +21,7 @@ with workflow.unsafe.imports_passed_through():
 
     from activities import demo
     from activities.chat import ProposedCall
-    from workflows.sdk.agent import AgentDefinition
-    from workflows.sdk.asks import Ask, Reply
-    from workflows.sdk.context import AgentContext
-    from workflows.sdk.tools import Approval, ToolCallView
+    from workflows.sdk import AgentContext, AgentDefinition, Approval, Ask, Reply, ToolCallView
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 DEFAULT_EXPIRY = timedelta(days=3)

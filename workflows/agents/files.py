@@ -13,9 +13,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities import files
-    from workflows.sdk.agent import AgentDefinition
-    from workflows.sdk.context import AgentContext
-    from workflows.sdk.tools import ToolCallView
+    from workflows.sdk import AgentContext, AgentDefinition, ToolCallView
 
 TRUSTED = "trustedTools"
 """Memory key: the tools the user said to stop asking about."""

@@ -12,9 +12,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities import transfer
-    from workflows.sdk.agent import AgentDefinition
-    from workflows.sdk.context import AgentContext
-    from workflows.sdk.tools import ToolCallView
+    from workflows.sdk import AgentContext, AgentDefinition, ToolCallView
 
 
 async def record_transfer(ctx: AgentContext, call: ToolCallView, result: Any) -> None:

@@ -1,0 +1,56 @@
+"""The agent SDK: everything an agent author imports, from one place.
+
+An agent is a definition (:class:`AgentDefinition`): a model, tools, approvals and
+hooks; the engine runs its loop durably. ``docs/agents.md`` is the tutorial.
+"""
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from activities.chat import (
+        ChatModel,
+        ChatReply,
+        ChatRequest,
+        ProposedCall,
+        ScriptedModel,
+        last_user_text,
+        tool_results,
+    )
+    from activities.tooling import Tool, ToolContext, ToolInterrupt, tool, tool_context
+    from workflows.sdk.agent import AfterTool, AgentDefinition, BeforeBatch, BeforeTool
+    from workflows.sdk.asks import Ask, Reply
+    from workflows.sdk.context import AgentContext
+    from workflows.sdk.tools import (
+        Approval,
+        Decision,
+        InterruptTool,
+        ToolCallView,
+        interrupt_tool,
+    )
+
+__all__ = [
+    "AfterTool",
+    "AgentContext",
+    "AgentDefinition",
+    "Approval",
+    "Ask",
+    "BeforeBatch",
+    "BeforeTool",
+    "ChatModel",
+    "ChatReply",
+    "ChatRequest",
+    "Decision",
+    "InterruptTool",
+    "ProposedCall",
+    "Reply",
+    "ScriptedModel",
+    "Tool",
+    "ToolCallView",
+    "ToolContext",
+    "ToolInterrupt",
+    "interrupt_tool",
+    "last_user_text",
+    "tool",
+    "tool_context",
+    "tool_results",
+]
