@@ -14,20 +14,20 @@ import uuid
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.chat import (
+from gateway.streaming import thread_handle, workflow_id_for
+from tests.helpers import Stack, new_thread, post_run, registered, run_input, serve_stack
+from workflows.errors import ErrorCode
+from workflows.sdk import (
+    AgentDefinition,
+    Approval,
     ChatReply,
     ChatRequest,
     ProposedCall,
     ScriptedModel,
     last_user_text,
+    tool,
     tool_results,
 )
-from activities.tooling import tool
-from gateway.streaming import thread_handle, workflow_id_for
-from tests.helpers import Stack, new_thread, post_run, registered, run_input, serve_stack
-from workflows.errors import ErrorCode
-from workflows.sdk.agent import AgentDefinition
-from workflows.sdk.tools import Approval
 
 REFUND = re.compile(r"refund (\S+) on (\w+)")
 
