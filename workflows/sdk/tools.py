@@ -40,7 +40,7 @@ class Decision(BaseModel):
     and it parses the answer, so the two cannot disagree. Unknown fields (a misspelt
     ``editArgs``) are rejected with ``INVALID_PAYLOAD``, never ignored."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
     approved: bool
 
