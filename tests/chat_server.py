@@ -137,7 +137,7 @@ class ChatServer:
                         self.wfile.flush()
                         return
                     if count and reply.interval_seconds:
-                        time.sleep(reply.interval_seconds)  # sleep-ok: paces tokens, waits for nothing
+                        time.sleep(reply.interval_seconds)  # sleep-ok: pacing tokens
                     self._send(body["model"], {"role": "assistant", **delta}, None)
                     if text:
                         server.sent.append((time.time(), text))
