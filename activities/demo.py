@@ -17,11 +17,20 @@ from activities.chat import ChatReply, ChatRequest, ScriptedModel, last_user_tex
 from activities.tooling import tool, tool_context
 from activities.webhooks import post_json
 from settings import process_settings
+from workflows.sdk.tools import Approval
 
 Address = Annotated[str, Field(json_schema_extra={"format": "email"})]
 
 
-@tool(local=True)
+APPROVAL = Approval(
+    edits=True,
+    message=lambda call: (
+        f"Send email to {call.arguments['to']} with subject 'Hi'? You can edit it first."
+    ),
+)
+
+
+@tool(local=True, approval=APPROVAL)
 async def send_email(to: Address, subject: str, body: str) -> dict[str, str]:
     """Send an email; the message id is a function of the call's idempotency key."""
     key = tool_context().idempotency_key

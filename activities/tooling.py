@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import Any, get_type_hints, overload
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
 from ag_ui.core import Tool as ToolSpec
 from pydantic import BaseModel, ValidationError, create_model
@@ -23,6 +23,11 @@ from temporalio import activity
 from temporalio.common import RetryPolicy
 
 from workflows.models import Model
+from workflows.questions import Ask, Question
+
+if TYPE_CHECKING:
+    from workflows.sdk.agent import AfterTool, BeforeTool
+    from workflows.sdk.tools import Approval
 
 
 class ToolInvocation(Model):
@@ -35,56 +40,32 @@ class ToolInvocation(Model):
     """The payload of the interrupt this run restarts after (``None`` on a first run)."""
 
 
-class InterruptSpec(Model):
-    """The interrupt a tool asked for, as the workflow opens it."""
-
-    reason: str
-    message: str | None = None
-    response_schema: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-    respond: bool = False
-    """``True``: the answer becomes the tool's result. ``False``: the tool runs again
-    from the top, with the same arguments, and reads the answer from ``resumed``."""
-
-
 class ToolOutcome(Model):
     """What a run of a tool produced: a result, an error the model sees, or a question."""
 
     result: Any = None
     error: str | None = None
-    interrupt: InterruptSpec | None = None
+    interrupt: Question | None = None
+    respond: bool = False
+    """With ``interrupt``: whether its answer is the tool's result (see :class:`ToolInterrupt`)."""
 
 
 class ToolInterrupt(Exception):  # noqa: N818 - it is a request, not an error
     """Raised by a tool to ask a person before it goes on (Genkit's tool interrupt).
 
     Args:
-        message: What the person is asked.
-        reason: The AG-UI reason (``input_required`` unless said otherwise).
-        response: The answer's shape: a JSON Schema, or a type whose schema pydantic
-            derives; the answer is validated against it before the tool sees it.
+        ask: The question, with the options of any :class:`~workflows.questions.Ask`
+            (its ``tool_call_id`` is the call's); a ``response`` type is sent as its
+            JSON Schema, and the answer is checked against it before the tool sees it.
         respond: Whether the answer is the tool's result (``True``) or the tool runs
-            again with it (``False``, the default).
-        metadata: Passed to the client with the interrupt.
+            again from the top, with the same arguments, and reads the answer from
+            ``tool_context().resumed`` (``False``, the default).
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        reason: str = "input_required",
-        response: dict[str, Any] | type | None = None,
-        respond: bool = False,
-        metadata: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.spec = InterruptSpec(
-            reason=reason,
-            message=message,
-            response_schema=json_schema(response),
-            metadata=metadata,
-            respond=respond,
-        )
+    def __init__(self, ask: Ask[Any], *, respond: bool = False) -> None:
+        super().__init__(ask.message or ask.reason)
+        self.question = ask.question(datetime.now(UTC))
+        self.respond = respond
 
 
 @dataclass(frozen=True)
@@ -108,15 +89,6 @@ _CONTEXT: ContextVar[ToolContext] = ContextVar("tool_context")
 def tool_context() -> ToolContext:
     """The call the running tool serves; only inside a tool."""
     return _CONTEXT.get()
-
-
-def json_schema(shape: dict[str, Any] | type | None) -> dict[str, Any] | None:
-    """A JSON Schema given as such, or derived from a type by pydantic."""
-    if shape is None or isinstance(shape, dict):
-        return shape
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(shape).json_schema()
 
 
 def arguments_model(function: Callable[..., Any], name: str) -> type[BaseModel]:
@@ -147,6 +119,12 @@ class Tool:
     retry: RetryPolicy
     local: bool
     activity: Callable[[ToolInvocation], Awaitable[ToolOutcome]] = field(repr=False)
+    approval: Approval | None = None
+    """The approval a person gives each call (that it applies to) before it runs."""
+    before: Sequence[BeforeTool] = ()
+    """Hooks before each call of this tool, after the agent's ``before_tool`` hooks."""
+    after: Sequence[AfterTool] = ()
+    """Hooks after each call of this tool ran, before the agent's ``after_tool`` hooks."""
 
 
 ToolFunction = Callable[..., Awaitable[Any]]
@@ -163,6 +141,9 @@ def tool(
     timeout: timedelta = ...,
     retry: RetryPolicy | None = None,
     local: bool = False,
+    approval: Approval | None = None,
+    before: Sequence[BeforeTool] = (),
+    after: Sequence[AfterTool] = (),
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -174,6 +155,9 @@ def tool(
     timeout: timedelta = timedelta(seconds=30),
     retry: RetryPolicy | None = None,
     local: bool = False,
+    approval: Approval | None = None,
+    before: Sequence[BeforeTool] = (),
+    after: Sequence[AfterTool] = (),
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Make an async function a :class:`Tool` (usable as ``@tool`` or ``@tool(...)``).
 
@@ -188,6 +172,10 @@ def tool(
             workflow task, without a round trip through the task queue. For short
             calls (seconds); what a person waits for after approving one shrinks by
             about a quarter (``docs/bench.md``).
+        approval: Each call (that the approval applies to) waits for a person's
+            approval first; declared here, it cannot fall away from an agent.
+        before: Hooks before each call of this tool (``BeforeTool``).
+        after: Hooks after each call of this tool ran (``AfterTool``).
     """
 
     def make(function: Callable[..., Awaitable[Any]]) -> Tool:
@@ -205,7 +193,7 @@ def tool(
             try:
                 result = await function(**dict(parsed))
             except ToolInterrupt as asked:
-                return ToolOutcome(interrupt=asked.spec)
+                return ToolOutcome(interrupt=asked.question, respond=asked.respond)
             finally:
                 _CONTEXT.reset(token)
             if isinstance(result, BaseModel):
@@ -220,6 +208,9 @@ def tool(
             retry=retry or RetryPolicy(maximum_attempts=5),
             local=local,
             activity=activity.defn(name=f"tool:{tool_name}")(run),
+            approval=approval,
+            before=before,
+            after=after,
         )
 
     return make(function) if function is not None else make

@@ -20,6 +20,7 @@ from activities.chat import (
     tool_results,
 )
 from activities.tooling import ToolInterrupt, tool, tool_context
+from workflows.questions import Ask
 
 CONFIRMATION: dict[str, object] = {
     "type": "object",
@@ -36,7 +37,7 @@ async def transfer_money(to: str, amount: float) -> dict[str, object]:
     context = tool_context()
     if context.resumed is None:
         raise ToolInterrupt(
-            f"Transfer {amount:g} to {to}?", reason="confirmation", response=CONFIRMATION
+            Ask("confirmation", message=f"Transfer {amount:g} to {to}?", response=CONFIRMATION)
         )
     if not context.resumed["approved"]:
         return {"status": "declined"}

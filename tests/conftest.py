@@ -64,7 +64,7 @@ async def skipping() -> AsyncIterator[WorkflowEnvironment]:
     await env.shutdown()
 
 
-@tool
+@tool(approval=Approval(edits=True))
 async def weather(city: str) -> str:
     """Today's weather in ``city``."""
     return f"{city}: sunny"
@@ -82,7 +82,6 @@ async def llm(client: Client) -> AsyncIterator[tuple[ChatServer, Stack]]:
                 name="llm", model="local-model", base_url=server.base_url, api_key="k"
             ),
             tools=[weather],
-            approvals={"weather": Approval(edits=True)},
         )
         with registered(agent):
             async with serve_stack(client) as stack:

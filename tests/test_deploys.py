@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import replace
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -62,8 +63,11 @@ def support(threshold: float) -> AgentDefinition:
         name="deploys",
         description="Refunds; a person approves large ones.",
         model=MODEL,
-        tools=[refund],
-        approvals={"refund": Approval(when=lambda arguments: arguments["amount"] > threshold)},
+        tools=[
+            replace(
+                refund, approval=Approval(when=lambda arguments: arguments["amount"] > threshold)
+            )
+        ],
     )
 
 

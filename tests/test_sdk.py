@@ -13,6 +13,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -28,10 +29,14 @@ from settings import Settings
 from tests.helpers import LONG_LIVED, registered
 from worker import build_worker
 from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunReply, RunRequest, ThreadStart
-from workflows.sdk.agent import AgentDefinition
-from workflows.sdk.asks import Ask
-from workflows.sdk.context import AgentContext
-from workflows.sdk.tools import Approval, ToolCallView, interrupt_tool
+from workflows.sdk import (
+    AgentContext,
+    AgentDefinition,
+    Approval,
+    Ask,
+    ToolCallView,
+    interrupt_tool,
+)
 
 RAN: Counter[str] = Counter()
 """Tool runs and model calls, by ``<thread>/<name>``."""
@@ -73,7 +78,19 @@ async def book(city: str, nights: int) -> str:
 async def pay(amount: float) -> str:
     """Pay, with the card the user gives (the answer is the result: *respond*)."""
     RAN[f"{tool_context().thread_id}/pay"] += 1
-    raise ToolInterrupt(f"Which card for {amount}?", response={"type": "string"}, respond=True)
+    raise ToolInterrupt(
+        Ask("input_required", message=f"Which card for {amount}?", response={"type": "string"}),
+        respond=True,
+    )
+
+
+@tool
+async def tip(amount: float) -> str:
+    """Tip, if the user says how much within the hour (the answer is the result)."""
+    raise ToolInterrupt(
+        Ask("input_required", message=f"Tip on {amount}?", expires=timedelta(hours=1)),
+        respond=True,
+    )
 
 
 @interrupt_tool
@@ -143,11 +160,36 @@ def agent(name: str, **definition: Any) -> AgentDefinition:
     )
 
 
+async def no_paris(ctx: AgentContext, call: ToolCallView) -> None:
+    """A tool's own hook: it sees only that tool's calls."""
+    assert call.name == "lookup"
+    if call.arguments["city"] == "Paris":
+        call.cancel("Paris is not looked up.")
+
+
+async def looked_up(ctx: AgentContext, call: ToolCallView, result: Any) -> None:
+    ctx.state.setdefault("looked_up", []).append(result)
+
+
 HOOKS = agent("sdk-hooks", before_tool=[ask_twice, audit])
+PER_TOOL = AgentDefinition(
+    name="sdk-per-tool",
+    description="sdk-per-tool",
+    model=ScriptedModel("sdk-per-tool", play),
+    tools=[replace(lookup, before=[no_paris], after=[looked_up]), book, tip],
+)
 BATCH = agent("sdk-batch", before_batch=[one_for_all])
-APPROVALS = agent(
-    "sdk-approvals",
-    approvals={"book": Approval(edits=True, when=lambda args: args["nights"] > 2)},
+APPROVALS = AgentDefinition(
+    name="sdk-approvals",
+    description="sdk-approvals",
+    model=ScriptedModel("sdk-approvals", play),
+    # The same tool (one activity), gated for this agent only.
+    tools=[
+        lookup,
+        replace(book, approval=Approval(edits=True, when=lambda args: args["nights"] > 2)),
+        pay,
+        choose,
+    ],
 )
 
 
@@ -217,7 +259,7 @@ async def session(
 ) -> AsyncIterator[Session]:
     settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
     thread_id = f"thread-{uuid.uuid4()}"
-    with registered(HOOKS, BATCH, APPROVALS):
+    with registered(HOOKS, BATCH, APPROVALS, PER_TOOL):
         async with build_worker(env.client, settings):
             handle = await env.client.start_workflow(
                 "ThreadWorkflow",
@@ -358,6 +400,39 @@ async def test_a_tool_asking_to_respond_gets_the_answer_as_its_result(
 
         assert results(done) == {card["toolCallId"]: "visa"}
         assert thread.ran("pay") == 1
+
+
+async def test_a_tools_own_hooks_see_only_its_calls(skipping: WorkflowEnvironment) -> None:
+    async with session(skipping, PER_TOOL) as thread:
+        plan = [
+            call("lookup", city="Paris"),
+            call("lookup", city="Oslo"),
+            call("book", city="Oslo", nights=1),
+        ]
+        done = await thread.send(
+            {"messages": [{"id": thread.thread_id, "role": "user", "content": json.dumps([plan])}]}
+        )
+        assert sorted(said(done)) == [
+            "Oslo: sunny",
+            "Paris is not looked up.",
+            "booked 1 nights in Oslo",
+        ]
+        view = await thread.handle.query("view", result_type=dict)
+        assert view["state"]["looked_up"] == ["Oslo: sunny"]
+
+
+async def test_a_tools_question_has_a_deadline_like_any_other(
+    skipping: WorkflowEnvironment,
+) -> None:
+    async with session(skipping, PER_TOOL, continue_after=1) as thread:
+        [question] = await thread.plan([call("tip", amount=40)])
+        assert question["message"] == "Tip on 40.0?" and question["expiresAt"].endswith("Z")
+
+        await skipping.sleep(timedelta(hours=1, minutes=1))
+
+        view = await thread.handle.query("view", result_type=dict)
+        assert view["interrupts"] == [] and view["status"] == "idle"
+        assert view["messages"][-1]["content"] == json.dumps(["Not run: the question was expired."])
 
 
 async def test_a_cancelled_approval_does_not_run_the_tool(skipping: WorkflowEnvironment) -> None:

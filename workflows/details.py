@@ -13,11 +13,10 @@ from collections.abc import Sequence
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ag_ui.core import Interrupt, Message
+    from ag_ui.core import AssistantMessage, Interrupt, Message
 
     from workflows.interrupts import parse_expiry
     from workflows.models import RunRecord
-    from workflows.runtime import find_tool_call
 
 ARGUMENTS_SHOWN = 80
 """Characters of a tool call's arguments shown before they are cut with an ellipsis."""
@@ -54,7 +53,16 @@ def _waiting_line(interrupt: Interrupt, messages: Sequence[Message]) -> str:
 
 def _tool_call(tool_call_id: str, messages: Sequence[Message]) -> str | None:
     """``name(arg='value', ...)`` for the call with ``tool_call_id``."""
-    call = find_tool_call(messages, tool_call_id)
+    call = next(
+        (
+            call
+            for message in reversed(messages)
+            if isinstance(message, AssistantMessage)
+            for call in message.tool_calls or []
+            if call.id == tool_call_id
+        ),
+        None,
+    )
     if call is None:
         return None
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -57,8 +57,9 @@ with workflow.unsafe.imports_passed_through():
         ThreadStatus,
         ThreadView,
     )
-    from workflows.runtime import RunContext
+    from workflows.questions import Question
     from workflows.sdk.agent import AgentDefinition
+    from workflows.turn import Turn
 
 RUNS_CARRIED = 10
 """Runs (with their events) a thread carries into a new workflow run, so clients can
@@ -347,32 +348,38 @@ class ThreadWorkflow:
         return AGENTS[self._thread.agent]
 
     def _start_turn(
-        self, step: Callable[[RunContext], Coroutine[Any, Any, None]], run_input: RunAgentInput
+        self, step: Callable[[Turn], Coroutine[Any, Any, None]], run_input: RunAgentInput
     ) -> None:
         """Run one step of the agent (``run`` or a ``resume``) as the run's work."""
-        context = RunContext(
-            input=run_input,
-            messages=self._thread.messages,
-            state=self._thread.state,
-            emit=self._emit,
-            add_message=self._add_message,
-            ask=self._ask,
-            remind_before=self._agent().remind_before,
-            memory=self._thread.memory,
-            journal=self._thread.journal,
-            listeners=self._listeners,
-        )
-        self._turn = asyncio.create_task(step(context))
+        self._turn = asyncio.create_task(step(Turn(run_input, self._thread, self)))
 
-    def _ask(self, interrupts: list[Interrupt], reminders: list[Reminder]) -> None:
-        """Open ``interrupts``: the run ends on them once the agent's step returns."""
+    def ask(self, questions: Sequence[Question]) -> list[Interrupt]:
+        """Open interrupts for ``questions`` (``TurnHost``): the run ends on them once
+        the agent's step returns; their deadlines and reminders are timed from now."""
+        now = workflow.now()
+        default = self._agent().remind_before
+        interrupts, reminders = [], []
+        for question in questions:
+            # workflow.uuid4() replays to the same id.
+            interrupt = question.interrupt(f"int-{workflow.uuid4()}")
+            interrupts.append(interrupt)
+            reminders += question.reminders(interrupt.id, default, now)
         self._thread.asked.extend(interrupts)
         for interrupt in interrupts:
             self._watch_expiry(interrupt)
             metrics.interrupt_opened(self._thread.agent, interrupt)
+        reminders.sort(key=lambda reminder: reminder.at)
         self._thread.reminders.extend(reminders)
         for reminder in reminders:
             self._time(reminder)
+        return interrupts
+
+    def listen(self, activity_id: str, listener: Callable[[ModelDelta], None] | None) -> None:
+        """Route a model activity's streamed output (``TurnHost``; ``None``: stop)."""
+        if listener is None:
+            del self._listeners[activity_id]
+        else:
+            self._listeners[activity_id] = listener
 
     def _watch_expiry(self, interrupt: Interrupt) -> None:
         if interrupt.expires_at is not None:
@@ -399,7 +406,7 @@ class ThreadWorkflow:
         answers = [thread.answers[interrupt.id] for interrupt in thread.asked]
         thread.asked, thread.answers = [], {}
         agent = self._agent()
-        self._start_turn(lambda context: agent.resume(context, answers), run_input)
+        self._start_turn(lambda turn: agent.resume(turn, answers), run_input)
 
     def _apply(self, resume: list[ResumeEntry], run: RunRecord) -> None:
         """Close the interrupts ``resume`` answers and hand the answers to the agent."""
@@ -530,10 +537,10 @@ class ThreadWorkflow:
             self._turn = None
             error = turn.exception()
             if error is not None:
-                self._emit(RunErrorEvent(message=_failure(error), code=ErrorCode.AGENT_FAILED))
+                self.emit(RunErrorEvent(message=_failure(error), code=ErrorCode.AGENT_FAILED))
                 self._close_run(run, "failed")
                 return
-        self._emit(StateSnapshotEvent(snapshot=self._thread.state))
+        self.emit(StateSnapshotEvent(snapshot=self._thread.state))
         self._emit_messages_snapshot()
         waiting_on = self._thread.open_interrupts
         outcome = (
@@ -541,7 +548,7 @@ class ThreadWorkflow:
             if waiting_on
             else RunFinishedSuccessOutcome()
         )
-        self._emit(
+        self.emit(
             RunFinishedEvent(thread_id=self._thread.thread_id, run_id=run.run_id, outcome=outcome)
         )
         self._close_run(run, "interrupted" if waiting_on else "succeeded")
@@ -551,7 +558,7 @@ class ThreadWorkflow:
         update = workflow.current_update_info()
         assert update is not None, "client runs only open inside the run_agent update"
         for message in request.input.messages:
-            self._add_message(message)
+            self.add_message(message)
         if request.input.state:
             self._thread.state.update(request.input.state)
         return self._start_run(update.id, request.input.run_id, request.input.parent_run_id)
@@ -570,7 +577,7 @@ class ThreadWorkflow:
         self._runs_here += 1
         self._run = run
         workflow.logger.info("run started", extra={"run_id": run_id})
-        self._emit(
+        self.emit(
             RunStartedEvent(
                 thread_id=self._thread.thread_id,
                 run_id=run_id,
@@ -595,8 +602,8 @@ class ThreadWorkflow:
         else:
             self._publish_status()
 
-    def _add_message(self, message: Message) -> None:
-        """Add a message to the conversation unless it is there already.
+    def add_message(self, message: Message) -> None:
+        """Add a message to the conversation unless it is there already (``TurnHost``).
 
         Clients resend the whole conversation on each run, the agent's own replies
         included, so a message id the thread knows is skipped.
@@ -605,8 +612,8 @@ class ThreadWorkflow:
             self._message_ids.add(message.id)
             self._thread.messages.append(message)
 
-    def _emit(self, event: Event, messages_upto: int | None = None) -> None:
-        """Append ``event`` to the log of the run in progress."""
+    def emit(self, event: Event, messages_upto: int | None = None) -> None:
+        """Append ``event`` to the log of the run in progress (``TurnHost``)."""
         run = self._run
         assert run is not None, "agent code emits only while a run is in progress"
         if event.timestamp is None:
@@ -619,7 +626,7 @@ class ThreadWorkflow:
 
     def _emit_messages_snapshot(self) -> None:
         """Emit the whole conversation, logged by its length (see ``LoggedEvent``)."""
-        self._emit(MessagesSnapshotEvent(messages=[]), messages_upto=len(self._thread.messages))
+        self.emit(MessagesSnapshotEvent(messages=[]), messages_upto=len(self._thread.messages))
 
     def _next_seq(self) -> int:
         events = self._thread.events

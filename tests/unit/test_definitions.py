@@ -1,5 +1,5 @@
-"""What an agent definition promises before anything runs: approvals that cannot silently
-fall away, answers parsed strictly, and what operators see of a thread."""
+"""What an agent definition promises before anything runs: tools that cannot be confused,
+answers parsed strictly, and what operators see of a thread."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError
 from workflows import search_attributes, visibility
 from workflows.errors import ErrorCode
 from workflows.interrupts import check_resume
-from workflows.sdk import AgentDefinition, Approval, ChatReply, ScriptedModel, tool
+from workflows.sdk import AgentDefinition, ChatReply, ScriptedModel, tool
 from workflows.sdk.tools import decision_model
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
@@ -26,11 +26,6 @@ async def refund(order_id: str, amount: float) -> str:
 
 
 MODEL = ScriptedModel("definitions", lambda request: ChatReply(text="ok"))
-
-
-def test_an_approval_for_a_tool_the_agent_lacks_refuses_the_definition() -> None:
-    with pytest.raises(ValueError, match="approvals for \\['refnud'\\]"):
-        AgentDefinition("a", "", MODEL, tools=[refund], approvals={"refnud": Approval()})
 
 
 def test_two_tools_of_one_name_refuse_the_definition() -> None:

@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
 
     from activities import demo
     from activities.chat import ProposedCall
-    from workflows.sdk import AgentContext, AgentDefinition, Approval, Ask, Reply, ToolCallView
+    from workflows.sdk import AgentContext, AgentDefinition, Ask, Reply, ToolCallView
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 DEFAULT_EXPIRY = timedelta(days=3)
@@ -37,13 +37,6 @@ QUARTERLY_FILING_SCHEMA: dict[str, Any] = {
 }
 """The spec's quarterly-filing form."""
 
-APPROVAL = Approval(
-    edits=True,
-    message=lambda call: (
-        f"Send email to {call.arguments['to']} with subject 'Hi'? You can edit it first."
-    ),
-)
-
 
 async def demo_turn(ctx: AgentContext) -> None:
     """Ask every question the latest user message calls for, then act on the answers."""
@@ -55,7 +48,9 @@ async def demo_turn(ctx: AgentContext) -> None:
             for to in EMAIL.findall(text)
         ]
     )
-    asks = [APPROVAL.ask(call, demo.send_email.spec) for call in calls] + _questions(ctx, words)
+    asks = [demo.APPROVAL.ask(call, demo.send_email.spec) for call in calls] + _questions(
+        ctx, words
+    )
     if not asks:
         await ctx.model()
         return
@@ -131,7 +126,6 @@ DEMO = AgentDefinition(
     ),
     model=demo.MODEL,
     tools=[demo.send_email],
-    approvals={"send_email": APPROVAL},
     remind_before=(timedelta(days=1),),
     turn=demo_turn,
 )

@@ -1,7 +1,8 @@
 """The agent SDK: everything an agent author imports, from one place.
 
-An agent is a definition (:class:`AgentDefinition`): a model, tools, approvals and
-hooks; the engine runs its loop durably. ``docs/agents.md`` is the tutorial.
+An agent is a definition (:class:`AgentDefinition`): a model, tools (each with its
+approval and hooks, if any) and hooks; the engine runs its loop durably. Every question
+for a person, wherever it is asked, is an :class:`Ask`. ``docs/agents.md`` is the tutorial.
 """
 
 from temporalio import workflow
@@ -17,8 +18,8 @@ with workflow.unsafe.imports_passed_through():
         tool_results,
     )
     from activities.tooling import Tool, ToolContext, ToolInterrupt, tool, tool_context
+    from workflows.questions import Ask, Reply
     from workflows.sdk.agent import AfterTool, AgentDefinition, BeforeBatch, BeforeTool
-    from workflows.sdk.asks import Ask, Reply
     from workflows.sdk.context import AgentContext
     from workflows.sdk.tools import (
         Approval,

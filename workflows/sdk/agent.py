@@ -1,4 +1,5 @@
-"""An agent as a definition: a model, tools, approvals and hooks; the SDK runs the loop.
+"""An agent as a definition: a model, tools (with their approvals) and hooks; the SDK
+runs the loop.
 
 The loop is the one every framework runs: ask the model; if it calls tools, run them
 (concurrently, each behind its approval and hooks), give it the results and ask again;
@@ -9,7 +10,7 @@ as long as the answers take (``workflows/sdk/journal.py`` says how).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -29,10 +30,10 @@ with workflow.unsafe.imports_passed_through():
     from activities.tooling import Tool
     from workflows.errors import ErrorCode
     from workflows.models import Answer
-    from workflows.runtime import RunContext
     from workflows.sdk.context import AgentContext
     from workflows.sdk.journal import Scope, Suspend, answer
-    from workflows.sdk.tools import Approval, InterruptTool, ToolCallView
+    from workflows.sdk.tools import InterruptTool, ToolCallView
+    from workflows.turn import Turn
 
 BeforeTool = Callable[[AgentContext, ToolCallView], Awaitable[None]]
 """Runs before a tool call; may ask (``ctx.interrupt``) and may ``call.cancel(...)``."""
@@ -64,11 +65,12 @@ class AgentDefinition:
         name: The agent's name in URLs and in ``GET /agents``.
         description: One line for ``GET /agents``.
         model: What decides the turn (``activities.chat``).
-        tools: What the model may call: activities (``@tool``) and interrupt-only tools.
-        approvals: Tools whose calls need a person's approval, by tool name.
-        before_tool: Hooks before each tool call, all run, in this order.
+        tools: What the model may call: activities (``@tool``, which also declares a
+            tool's approval and its own hooks) and interrupt-only tools.
+        before_tool: Hooks before each call of any tool, all run, in this order, before
+            the tool's own.
         before_batch: Hooks before the calls of a model turn run, all run, in order.
-        after_tool: Hooks after a tool call ran.
+        after_tool: Hooks after a call of any tool ran, after the tool's own.
         remind_before: Reminders before interrupts' deadlines (by webhook).
         max_model_calls: A turn that calls the model more often fails (a looping model).
         turn: See below.
@@ -78,7 +80,6 @@ class AgentDefinition:
     description: str
     model: ChatModel
     tools: Sequence[Tool | InterruptTool] = ()
-    approvals: dict[str, Approval] = field(default_factory=dict)
     before_tool: Sequence[BeforeTool] = ()
     before_batch: Sequence[BeforeBatch] = ()
     after_tool: Sequence[AfterTool] = ()
@@ -89,21 +90,17 @@ class AgentDefinition:
     steps (``model``, ``propose``, ``run_tools``, ``call_tool``, ``interrupt_all``, ``say``)."""
 
     def __post_init__(self) -> None:
-        """Refuse a definition whose gates could silently fall away: an approval for a
-        tool the agent does not have (a typo), or two tools of one name."""
+        """Refuse two tools of one name: the model could not tell which it calls, and
+        one's approval would silently stand for the other's."""
         names = [tool.name for tool in self.tools]
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise ValueError(f"Agent {self.name!r} has several tools named {repeated}.")
-        unknown = sorted(set(self.approvals) - set(names))
-        if unknown:
-            raise ValueError(
-                f"Agent {self.name!r} has approvals for {unknown}, which are not among its "
-                f"tools {sorted(names)}."
-            )
 
     def capabilities(self) -> AgentCapabilities:
         """Its tools, and which human-in-the-loop features its definition uses."""
+        approvals = [t.approval for t in self.tools if isinstance(t, Tool) and t.approval]
+        hooks = any(isinstance(t, Tool) and t.before for t in self.tools)
         return AgentCapabilities(
             identity=IdentityCapabilities(name=self.name, description=self.description),
             state=StateCapabilities(snapshots=True, persistent_state=True),
@@ -112,9 +109,9 @@ class AgentDefinition:
             ),
             human_in_the_loop=HumanInTheLoopCapabilities(
                 supported=True,
-                approvals=bool(self.approvals or self.before_tool or self.before_batch),
+                approvals=bool(approvals or hooks or self.before_tool or self.before_batch),
                 interrupts=True,
-                approve_with_edits=any(a.edits for a in self.approvals.values()),
+                approve_with_edits=any(approval.edits for approval in approvals),
             ),
         )
 
@@ -123,23 +120,24 @@ class AgentDefinition:
         tools = [tool.activity for tool in self.tools if isinstance(tool, Tool)]
         return [self.model.activity, *tools]
 
-    async def run(self, ctx: RunContext) -> None:
+    async def run(self, turn: Turn) -> None:
         """A new turn: whatever an earlier turn left (it failed) is forgotten."""
-        ctx.journal.scopes.clear()
-        await self._turn(ctx)
+        turn.thread.journal.scopes.clear()
+        await self._take(turn)
 
-    async def resume(self, ctx: RunContext, answers: list[Answer]) -> None:
+    async def resume(self, turn: Turn, answers: list[Answer]) -> None:
         """The paused turn again, from the top, with the answers it waited for."""
-        answer(ctx.journal, {a.interrupt.id: a for a in answers})
-        await self._turn(ctx)
+        answer(turn.thread.journal, {a.interrupt.id: a for a in answers})
+        await self._take(turn)
 
-    async def _turn(self, run: RunContext) -> None:
-        ctx = AgentContext(run, Scope(run.journal, "turn"), self)
+    async def _take(self, turn: Turn) -> None:
+        journal = turn.thread.journal
+        ctx = AgentContext(turn, Scope(journal, "turn"), self)
         try:
             await self.turn(ctx)
         except Suspend:
             return
-        run.journal.scopes.clear()
+        journal.scopes.clear()
 
     def tool(self, name: str) -> Tool | InterruptTool | None:
         """The tool the model calls ``name``."""

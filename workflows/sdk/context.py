@@ -12,15 +12,17 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ag_ui.core import Message, RunAgentInput
+    from ag_ui.core import Message, RunAgentInput, ToolCall, ToolCallResultEvent, ToolMessage
     from pydantic import ValidationError
 
-    from activities.chat import ChatRequest, ProposedCall
+    from activities.chat import ChatRequest, ProposedCall, last_user_text
     from activities.tooling import Tool, ToolInvocation, ToolOutcome
-    from workflows.runtime import AssistantReply, RunContext
-    from workflows.sdk.asks import Ask, Reply
+    from workflows.models import Answer
+    from workflows.questions import Ask, Question, Reply
     from workflows.sdk.journal import Scope, Suspend
+    from workflows.sdk.replies import AssistantReply
     from workflows.sdk.tools import Decision, InterruptTool, ToolCallView
+    from workflows.turn import Turn
 
 if TYPE_CHECKING:
     from workflows.sdk.agent import AgentDefinition
@@ -38,35 +40,38 @@ class AgentContext:
     or make them idempotent (``memory["trusted"] = True``, not ``+= 1``).
     """
 
-    def __init__(self, run: RunContext, scope: Scope, agent: AgentDefinition) -> None:
-        self.run = run
+    def __init__(self, turn: Turn, scope: Scope, agent: AgentDefinition) -> None:
+        self.turn = turn
         self.scope = scope
         self.agent = agent
 
     @property
     def input(self) -> RunAgentInput:
         """The input of the run this turn (re)started in."""
-        return self.run.input
+        return self.turn.input
 
     @property
     def messages(self) -> Sequence[Message]:
-        return self.run.messages
+        """The thread's conversation, oldest first."""
+        return self.turn.thread.messages
 
     @property
     def state(self) -> dict[str, Any]:
         """The thread's shared state, which the client sees in ``STATE_SNAPSHOT``."""
-        return self.run.state
+        return self.turn.thread.state
 
     @property
     def memory(self) -> dict[str, Any]:
         """What the agent remembers for this thread (remembered decisions), not shared."""
-        return self.run.memory
+        return self.turn.thread.memory
 
     def now(self) -> datetime:
-        return self.run.now()
+        """The current time, as workflow code must read it."""
+        return workflow.now()
 
     def latest_user_text(self) -> str:
-        return self.run.latest_user_text()
+        """The text of the newest user message ("" when there is none)."""
+        return last_user_text(self.messages)
 
     @overload
     async def interrupt(
@@ -78,6 +83,7 @@ class AgentContext:
         expires: timedelta | datetime | None = None,
         metadata: dict[str, Any] | None = None,
         tool_call_id: str | None = None,
+        remind_before: list[timedelta] | None = None,
     ) -> Reply[T]: ...
 
     @overload
@@ -90,6 +96,7 @@ class AgentContext:
         expires: timedelta | datetime | None = None,
         metadata: dict[str, Any] | None = None,
         tool_call_id: str | None = None,
+        remind_before: list[timedelta] | None = None,
     ) -> Reply[Any]: ...
 
     async def interrupt(
@@ -101,9 +108,12 @@ class AgentContext:
         expires: timedelta | datetime | None = None,
         metadata: dict[str, Any] | None = None,
         tool_call_id: str | None = None,
+        remind_before: list[timedelta] | None = None,
     ) -> Reply[Any]:
         """Ask a person and return the answer, however long it takes (see :class:`Ask`)."""
-        ask: Ask[Any] = Ask(reason, message, response, expires, metadata, tool_call_id)
+        ask: Ask[Any] = Ask(
+            reason, message, response, expires, metadata, tool_call_id, remind_before
+        )
         [reply] = await self.interrupt_all([ask])
         return reply
 
@@ -111,19 +121,30 @@ class AgentContext:
         """Ask several questions at once; their answers, in the same order."""
         if not asks:
             return []
+        answers = await self._answers(lambda now: [ask.question(now) for ask in asks])
+        return [ask.reply(answer) for ask, answer in zip(asks, answers, strict=True)]
+
+    async def _answers(self, questions: Callable[[datetime], list[Question]]) -> list[Answer]:
+        """The answers to ``questions`` (made when first asked): the turn pauses until
+        every one is in, and runs again from its top with them."""
         step = self.scope.recorded("interrupts")
         if step is None:
-            now = self.now()
-            interrupts = self.run.interrupt([ask.request(now) for ask in asks])
+            interrupts = self.turn.host.ask(questions(self.now()))
             self.scope.record("interrupts", interrupt_ids=[i.id for i in interrupts])
             raise Suspend
         if step.answers is None:
             raise Suspend
-        return [ask.reply(answer) for ask, answer in zip(asks, step.answers, strict=True)]
+        return step.answers
 
     def say(self, text: str) -> None:
         """Send an assistant message (in one delta) and add it to the thread."""
-        self.scope.once("say", lambda: self.run.say([text]))
+
+        def send() -> None:
+            reply = AssistantReply(self.turn.host)
+            reply.text(text)
+            reply.finish(text, [])
+
+        self.scope.once("say", send)
 
     async def gather(
         self, work: Sequence[tuple[str, Callable[[AgentContext], Awaitable[T]]]]
@@ -148,7 +169,7 @@ class AgentContext:
             if finished is not None:
                 result: T = finished.value
                 return result
-            value = await function(AgentContext(self.run, scope, self.agent))
+            value = await function(AgentContext(self.turn, scope, self.agent))
             scope.finish(json.loads(json.dumps(value)))
             return value
 
@@ -167,8 +188,8 @@ class AgentContext:
         step = self.scope.recorded("model")
         if step is None:
             activity_id = f"model-{workflow.uuid4()}"
-            live = AssistantReply(self.run)
-            self.run.listeners[activity_id] = live.on_delta
+            live = AssistantReply(self.turn.host)
+            self.turn.host.listen(activity_id, live.on_delta)
             try:
                 reply = await workflow.execute_activity(
                     self.agent.model.activity,
@@ -183,7 +204,7 @@ class AgentContext:
                     summary="model",
                 )
             finally:
-                del self.run.listeners[activity_id]
+                self.turn.host.listen(activity_id, None)
             message = live.finish(reply.text, [(c.name, c.arguments) for c in reply.tool_calls])
             calls = _views(message.tool_calls or [], reply.tool_calls)
             self.scope.record("model", calls)
@@ -195,8 +216,11 @@ class AgentContext:
         """Announce tool calls the turn's own code decided on, as a model's would be."""
         step = self.scope.recorded("propose")
         if step is None:
-            announced = self.run.propose_tool_calls([(c.name, c.arguments) for c in calls])
-            views = _views(announced, calls)
+            announced: list[ToolCall] | None = []
+            if calls:
+                reply = AssistantReply(self.turn.host)
+                announced = reply.finish(None, [(c.name, c.arguments) for c in calls]).tool_calls
+            views = _views(announced or [], calls)
             self.scope.record("propose", views)
         else:
             views = step.value
@@ -233,24 +257,27 @@ class AgentContext:
                 return {"error": outcome.error}
             if outcome.interrupt is None:
                 return outcome.result
-            asked = outcome.interrupt
-            reply = await self.interrupt(
-                asked.reason,
-                message=asked.message,
-                response=asked.response_schema,
-                metadata=asked.metadata,
-                tool_call_id=call.id,
-            )
-            if not reply.resolved:
-                return _unanswered(reply.status)
-            if asked.respond:
-                return reply.value
-            resumed = reply.value
+            question = outcome.interrupt.model_copy(update={"tool_call_id": call.id})
+            [answer] = await self._answers(lambda _: [question])  # noqa: B023 - called at once
+            if not answer.resolved:
+                return _unanswered(answer.status)
+            if outcome.respond:
+                return answer.payload
+            resumed = answer.payload
 
     def tool_result(self, call: ToolCallView, content: str) -> None:
         """Report a call's result (``TOOL_CALL_RESULT``) and add it to the conversation."""
-        self.scope.once(
-            "result", lambda: self.run.tool_result(self.run.tool_call(call.id), content)
+        self.scope.once("result", lambda: self._report(call.id, content))
+
+    def _report(self, tool_call_id: str, content: str) -> None:
+        message_id = str(workflow.uuid4())
+        self.turn.host.emit(
+            ToolCallResultEvent(
+                message_id=message_id, tool_call_id=tool_call_id, content=content, role="tool"
+            )
+        )
+        self.turn.host.add_message(
+            ToolMessage(id=message_id, tool_call_id=tool_call_id, content=content)
         )
 
     async def _invoke(self, tool: Tool, call: ToolCallView, resumed: Any) -> dict[str, Any]:
@@ -277,20 +304,21 @@ def _settle(call: ToolCallView) -> Callable[[AgentContext], Awaitable[str]]:
     async def settle(ctx: AgentContext) -> str:
         agent = ctx.agent
         tool = agent.tool(call.name)
-        approval = agent.approvals.get(call.name)
         if tool is None:
             call.cancel(f"There is no tool named {call.name!r}.")
-        elif approval is not None and approval.applies(call):
-            await _approve(ctx, call, approval.ask(call, tool.spec))
-        for hook in agent.before_tool:
+        elif isinstance(tool, Tool) and tool.approval and tool.approval.applies(call):
+            await _approve(ctx, call, tool.approval.ask(call, tool.spec))
+        hooks = [*agent.before_tool, *(tool.before if isinstance(tool, Tool) else ())]
+        for hook in hooks:
             if call.cancelled is not None:
                 break  # A denied or cancelled call asks nothing further.
             await hook(ctx, call)
         content = call.cancelled
         if content is None:
             result = await ctx.call_tool(call)
-            for after in agent.after_tool:
-                await after(ctx, call, result)
+            after = [*(tool.after if isinstance(tool, Tool) else ()), *agent.after_tool]
+            for hook_after in after:
+                await hook_after(ctx, call, result)
             content = result if isinstance(result, str) else json.dumps(result)
         ctx.tool_result(call, content)
         return content

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from temporalio import workflow
@@ -17,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
     from activities.tooling import arguments_model, tool_spec
-    from workflows.sdk.asks import Ask
+    from workflows.questions import Ask
 
 
 @dataclass
@@ -82,11 +83,18 @@ class Approval:
         when: Ask only for calls whose arguments this returns true for (Genkit's
             conditional interrupt); always by default.
         message: What the person is asked about the call.
+        expires: How long the approval may take, or until when; then the call does not
+            run (the answer is ``expired``).
+        remind_before: Reminders before ``expires``; the agent's by default.
+        metadata: Passed to the client with the interrupt.
     """
 
     edits: bool = False
     when: Callable[[dict[str, Any]], bool] | None = None
     message: Callable[[ToolCallView], str] | None = None
+    expires: timedelta | datetime | None = None
+    remind_before: list[timedelta] | None = None
+    metadata: dict[str, Any] | None = None
 
     def applies(self, call: ToolCallView) -> bool:
         return self.when is None or self.when(call.arguments)
@@ -97,7 +105,10 @@ class Approval:
             "tool_call",
             message=message,
             response=decision_model(spec, self.edits),
+            expires=self.expires,
+            metadata=self.metadata,
             tool_call_id=call.id,
+            remind_before=self.remind_before,
         )
 
 

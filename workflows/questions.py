@@ -1,0 +1,150 @@
+"""Questions for a person: what agent code asks (:class:`Ask`), the interrupt it opens
+(:class:`Question`), and the answer it gets back (:class:`Reply`).
+
+Every place that asks (a turn, a hook, an approval, a tool, an interrupt-only tool)
+asks an :class:`Ask`, so every question has the same options. A tool asks from an
+activity, so the question crosses into the workflow as data: a :class:`Question`, the
+ask with its answer's shape as a JSON Schema and its deadline as a moment. Agent code
+and activities both import this module; it imports neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+from ag_ui.core import Interrupt
+from pydantic import TypeAdapter, ValidationError
+from temporalio.exceptions import ApplicationError
+
+from workflows.errors import ErrorCode
+from workflows.models import Answer, AnswerStatus, Model, Reminder
+
+T = TypeVar("T")
+
+
+class Question(Model):
+    """An :class:`Ask` as the thread opens it as an interrupt (and gives it its id)."""
+
+    reason: str
+    message: str | None = None
+    response_schema: dict[str, Any] | None = None
+    expires_at: datetime | None = None
+    metadata: dict[str, Any] | None = None
+    tool_call_id: str | None = None
+    remind_before: list[timedelta] | None = None
+    """Reminders (by webhook) this long before ``expires_at``; ``None``: the agent's. A
+    reminder already past when asked is skipped."""
+
+    def interrupt(self, interrupt_id: str) -> Interrupt:
+        """The interrupt as clients see it, with the id the thread gave it."""
+        return Interrupt(
+            id=interrupt_id,
+            reason=self.reason,
+            message=self.message,
+            tool_call_id=self.tool_call_id,
+            response_schema=self.response_schema,
+            expires_at=_iso_utc(self.expires_at) if self.expires_at else None,
+            metadata=self.metadata,
+        )
+
+    def reminders(
+        self, interrupt_id: str, default: Sequence[timedelta], now: datetime
+    ) -> list[Reminder]:
+        """The reminders still ahead of ``now`` for the interrupt this question opened,
+        ``default`` (the agent's) unless it says otherwise."""
+        if self.expires_at is None:
+            return []
+        expires_at = self.expires_at
+        ahead = default if self.remind_before is None else self.remind_before
+        return [
+            Reminder(interrupt_id=interrupt_id, at=expires_at - before)
+            for before in ahead
+            if expires_at - before > now
+        ]
+
+
+@dataclass(frozen=True)
+class Ask(Generic[T]):
+    """One question for a person.
+
+    Args:
+        reason: ``tool_call``, ``input_required``, ``confirmation`` or ``<framework>:<name>``.
+        message: What the person is asked.
+        response: The answer's shape: a type (a pydantic model, ``bool``, a ``Literal``…),
+            whose schema the client gets and whose value the agent gets back, or a JSON
+            Schema (the agent gets the payload as sent). ``None``: anything.
+        expires: A duration from now, or a moment; after it the answer is ``expired``.
+        metadata: Passed to the client with the interrupt.
+        tool_call_id: The tool call the question is about (set by the SDK for approvals
+            and for tools that ask).
+        remind_before: Reminders before ``expires``; the agent's by default.
+    """
+
+    reason: str
+    message: str | None = None
+    response: Any = None
+    """``type[T]``, a JSON Schema or ``None`` (typing cannot name ``Literal[...]`` as a
+    ``type[T]``, hence ``Any``)."""
+    expires: timedelta | datetime | None = None
+    metadata: dict[str, Any] | None = None
+    tool_call_id: str | None = None
+    remind_before: list[timedelta] | None = None
+
+    def question(self, now: datetime) -> Question:
+        """The interrupt to open, ``now`` being the moment it is asked."""
+        expires_at = now + self.expires if isinstance(self.expires, timedelta) else self.expires
+        return Question(
+            reason=self.reason,
+            message=self.message,
+            response_schema=json_schema(self.response),
+            expires_at=expires_at,
+            metadata=self.metadata,
+            tool_call_id=self.tool_call_id,
+            remind_before=self.remind_before,
+        )
+
+    def reply(self, answer: Answer) -> Reply[T]:
+        """The answer as agent code receives it: the payload validated as ``response``."""
+        value: Any = answer.payload
+        if answer.resolved and not isinstance(self.response, dict | None):
+            try:
+                value = TypeAdapter(self.response).validate_python(answer.payload)
+            except ValidationError as error:
+                # The client's payload passed the interrupt's JSON Schema, so the
+                # schema and the type disagree: a bug in the agent, reported as such.
+                raise ApplicationError(
+                    f"The answer to {answer.interrupt.id} does not fit {self.response}: {error}",
+                    type=ErrorCode.AGENT_FAILED.value,
+                    non_retryable=True,
+                ) from error
+        return Reply(answer.interrupt, answer.status, value if answer.resolved else None)
+
+
+@dataclass(frozen=True)
+class Reply(Generic[T]):
+    """A person's answer to an :class:`Ask`."""
+
+    interrupt: Interrupt
+    status: AnswerStatus
+    """``resolved``, ``cancelled``, or ``expired`` (nobody answered in time)."""
+    value: T | None
+    """The answer, of the ask's ``response`` type; ``None`` unless ``resolved``."""
+
+    @property
+    def resolved(self) -> bool:
+        return self.status == "resolved"
+
+
+def json_schema(shape: dict[str, Any] | type | None) -> dict[str, Any] | None:
+    """A JSON Schema given as such, or derived from a type by pydantic."""
+    if shape is None or isinstance(shape, dict):
+        return shape
+    return TypeAdapter(shape).json_schema()
+
+
+def _iso_utc(moment: datetime) -> str:
+    """``2026-11-25T17:00:00Z``: ISO-8601 in UTC, as AG-UI's ``expiresAt`` expects."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
