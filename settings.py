@@ -13,6 +13,7 @@ import functools
 import logging
 from typing import Any
 
+from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -76,6 +77,21 @@ class Settings(BaseSettings):
     """Worker: the model ``OpenAIModel``s that name none ask for."""
     openai_api_key: str | None = None
     """Worker: the API key for that server (``OPENAI_API_KEY`` when unset)."""
+    auth_jwks_url: str | None = None
+    """Gateway: the OIDC provider's JWKS, whose keys (RS256/ES256) sign clients' tokens."""
+    auth_issuer: str | None = None
+    """Gateway: the tokens' required ``iss`` (required with ``auth_jwks_url``)."""
+    auth_audience: str | None = None
+    """Gateway: the tokens' required ``aud`` (required with ``auth_jwks_url``)."""
+    auth_hs256_secret: SecretStr | None = None
+    """Gateway: a shared secret signing clients' tokens (HS256), instead of a provider."""
+    auth_groups_claim: str = "groups"
+    """Gateway: the claim listing the principal's groups."""
+    auth_admin_group: str = "agui-admins"
+    """Gateway: members may read and list every thread."""
+    auth_anonymous: bool = False
+    """Gateway: with no way to verify tokens configured, let requests in without one,
+    all as ``anonymous``. For local experiments only; the gateway warns at start."""
 
 
 @functools.cache

@@ -34,6 +34,10 @@ class GatewayErrorCode(StrEnum):
     INVALID_PARAMETER = "INVALID_PARAMETER"
     """A path, query or header parameter outside what the route accepts."""
     TEMPORAL_UNAVAILABLE = "TEMPORAL_UNAVAILABLE"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    """No bearer token, or one that does not verify (401, with ``WWW-Authenticate``)."""
+    AUTH_UNAVAILABLE = "AUTH_UNAVAILABLE"
+    """The identity provider's keys cannot be fetched, so no token can be checked (503)."""
 
 
 TEMPORAL_ERRORS: tuple[type[Exception], ...] = (RPCError, RuntimeError)
@@ -49,13 +53,19 @@ class ApiError(Exception):
     """An HTTP error answered as ``{"error": {"code", "message", "details"?}}``."""
 
     def __init__(
-        self, status: int, code: GatewayErrorCode, message: str, details: Any = None
+        self,
+        status: int,
+        code: GatewayErrorCode,
+        message: str,
+        details: Any = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.details = details
+        self.headers = headers
 
 
 async def api_error_handler(_: Request, exc: Exception) -> JSONResponse:
@@ -64,7 +74,7 @@ async def api_error_handler(_: Request, exc: Exception) -> JSONResponse:
     body: dict[str, Any] = {"code": exc.code.value, "message": exc.message}
     if exc.details is not None:
         body["details"] = exc.details
-    return JSONResponse({"error": body}, status_code=exc.status)
+    return JSONResponse({"error": body}, status_code=exc.status, headers=exc.headers)
 
 
 async def validation_error_handler(_: Request, exc: Exception) -> JSONResponse:

@@ -1,0 +1,83 @@
+"""Tokens signed with the shared secret, for development, tests and scripts.
+
+``python -m gateway.tokens --sub alice --groups approvers`` prints a token the gateway
+accepts when it verifies with ``AGUI_AUTH_HS256_SECRET``. Without that variable it signs
+with the development secret ``make run`` keeps in ``.data/dev-secret``. Production
+tokens come from the OIDC provider, not from here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import jwt
+
+from settings import Settings
+
+DEV_SECRET = Path(__file__).resolve().parent.parent / ".data" / "dev-secret"
+"""The development secret of ``make run``, made on its first start, readable by its owner."""
+DEFAULT_TTL_SECONDS = 12 * 3600
+
+
+def dev_secret() -> str:
+    """The development secret, made (owner-only) if there is none yet."""
+    if not DEV_SECRET.exists():
+        DEV_SECRET.parent.mkdir(exist_ok=True)
+        DEV_SECRET.touch(mode=0o600)
+        DEV_SECRET.write_text(secrets.token_urlsafe(32))
+    return DEV_SECRET.read_text().strip()
+
+
+def mint(
+    secret: str,
+    subject: str,
+    groups: Sequence[str] = (),
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    settings: Settings | None = None,
+) -> str:
+    """A token for ``subject`` in ``groups``, valid for ``ttl_seconds``, with the issuer
+    and audience ``settings`` require, if any."""
+    settings = settings or Settings()
+    now = int(time.time())
+    claims: dict[str, object] = {
+        "sub": subject,
+        settings.auth_groups_claim: list(groups),
+        "iat": now,
+        "exp": now + ttl_seconds,
+    }
+    if settings.auth_issuer:
+        claims["iss"] = settings.auth_issuer
+    if settings.auth_audience:
+        claims["aud"] = settings.auth_audience
+    return jwt.encode(claims, secret, algorithm="HS256")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gateway.tokens", description=__doc__)
+    parser.add_argument("--sub", required=True, help="the principal (the token's subject)")
+    parser.add_argument("--groups", nargs="*", default=[], help="the principal's groups")
+    parser.add_argument("--ttl", type=int, default=DEFAULT_TTL_SECONDS, help="seconds valid")
+    args = parser.parse_args(argv)
+    settings = Settings()
+    if settings.auth_hs256_secret is not None:
+        secret = settings.auth_hs256_secret.get_secret_value()
+    elif DEV_SECRET.exists():
+        secret = dev_secret()
+    else:
+        print(
+            "No secret to sign with: set AGUI_AUTH_HS256_SECRET, or start `make run` once "
+            "to make the development secret.",
+            file=sys.stderr,
+        )
+        return 2
+    print(mint(secret, args.sub, args.groups, args.ttl, settings))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
