@@ -33,8 +33,8 @@ with workflow.unsafe.imports_passed_through():
         ToolMessage,
     )
 
-    from activities.chat import ModelDelta, last_user_text
-    from workflows.models import Journal, Model, Reminder
+    from activities.chat import last_user_text
+    from workflows.models import Journal, Model, ModelDelta, Reminder
 
 
 class InterruptRequest(Model):
