@@ -1,0 +1,91 @@
+"""Guards the layering of the tree (README, "Layout"): who may import whom.
+
+Imports are read from the source with ``ast``, so nothing is imported to check them, and
+those inside ``imports_passed_through()`` blocks and functions count like any other.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+PROJECT = {p.stem for p in ROOT.glob("*.py")} | {p.parent.name for p in ROOT.glob("*/__init__.py")}
+
+LEAVES = {
+    "workflows/thread_ids.py": set(),
+    "workflows/models.py": set(),
+    "tracing.py": set(),
+    "logs.py": {"workflows.thread_ids"},
+    "settings.py": {"logs", "tracing"},
+}
+"""Modules at the bottom of the tree, with the project modules each may import."""
+
+ENGINE_TO_ACTIVITIES = {
+    "workflows/thread.py": {"activities.reminders"},
+    "workflows/runtime.py": {"activities.chat"},
+}
+"""The engine imports activities only for what it calls: the thread the ``send_reminder``
+activity it schedules, the runtime the SDK's ``last_user_text``. Data that crosses the
+boundary comes from ``workflows.models``."""
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def imports(path: str) -> set[str]:
+    """The project modules the file at ``path`` imports (``from a import b`` is ``a.b``
+    when ``b`` is a module)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse((ROOT / path).read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            submodules = [f"{node.module}.{alias.name}" for alias in node.names]
+            names = [name for name in submodules if _is_module(name)] or [node.module]
+        else:
+            continue
+        found.update(name for name in names if name.split(".")[0] in PROJECT)
+    return found
+
+
+def files(pattern: str) -> list[str]:
+    return sorted(str(path.relative_to(ROOT)) for path in ROOT.glob(pattern))
+
+
+def test_the_checks_read_imports() -> None:
+    assert imports("workflows/thread.py") >= {"workflows.models", "workflows.metrics"}
+
+
+@pytest.mark.parametrize(("path", "allowed"), LEAVES.items(), ids=list(LEAVES))
+def test_leaves_import_only_other_leaves(path: str, allowed: set[str]) -> None:
+    assert imports(path) <= allowed
+
+
+@pytest.mark.parametrize("path", files("activities/*.py"))
+def test_activities_import_only_the_boundary_of_workflows(path: str) -> None:
+    above = {name for name in imports(path) if name.startswith(("workflows", "gateway", "worker"))}
+    assert above <= {"workflows.models"}
+
+
+@pytest.mark.parametrize("path", files("workflows/*.py"))
+def test_the_engine_imports_activities_only_to_call_them(path: str) -> None:
+    reached = {name for name in imports(path) if name.startswith("activities")}
+    assert reached <= ENGINE_TO_ACTIVITIES.get(path, set())
+
+
+@pytest.mark.parametrize("path", files("workflows/sdk/*.py"))
+def test_the_sdk_knows_neither_the_thread_nor_the_examples(path: str) -> None:
+    reached = imports(path)
+    assert "workflows.thread" not in reached
+    assert not {name for name in reached if name.startswith("workflows.agents")}
+
+
+@pytest.mark.parametrize("path", files("workflows/agents/*.py"))
+def test_examples_reach_the_engine_only_through_the_sdk(path: str) -> None:
+    engine = {name for name in imports(path) if name.startswith("workflows")}
+    assert {name for name in engine if not name.startswith("workflows.agents")} <= {"workflows.sdk"}
