@@ -14,7 +14,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from workflows.models import thread_id_of
+from workflows.thread_ids import thread_id_of
 
 LogFormat = Literal["text", "json"]
 

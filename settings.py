@@ -30,9 +30,15 @@ from temporalio.runtime import (
 
 import tracing
 from logs import LogFormat
-from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS
 
 DEFAULT_TEMPORAL_ADDRESS = "localhost:7233"
+CONTINUE_AS_NEW_AFTER_RUNS = 1
+"""The default: a thread continues as new after every run, so between runs (waiting on
+interrupts for days, or idle) its workflow history holds only data, the carried
+``ThreadState``, and replays no agent code. A deploy that changes an agent, its
+policies or the engine can then never make a waiting thread's replay diverge
+(``docs/operations.md``). Raise it only where every deploy pins running threads to
+their build with Temporal's Worker Versioning."""
 
 
 class Settings(BaseSettings):

@@ -1,1 +1,1 @@
-"""Everything with I/O: the agents' model calls and tools, run as Temporal activities."""
+"""The engine's and the agent SDK's activities: model calls, tools' runs, webhooks."""

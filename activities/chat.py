@@ -20,7 +20,7 @@ from temporalio import activity
 from temporalio.common import RetryPolicy
 from temporalio.service import RPCError
 
-from workflows.models import Model
+from workflows.models import STREAM_SIGNAL, Model, ModelDelta, ToolCallDelta
 
 
 class ProposedCall(Model):
@@ -111,27 +111,6 @@ def tool_results(messages: Sequence[Message]) -> list[tuple[str, str]]:
         if isinstance(message, AssistantMessage):
             names.update((call.id, call.function.name) for call in message.tool_calls or [])
     return [(names.get(call_id, ""), content) for call_id, content in results]
-
-
-STREAM_SIGNAL = "model_stream"
-"""The thread workflow's signal that carries a model's output while it is generated."""
-
-
-class ToolCallDelta(Model):
-    """A piece of the ``index``-th tool call of a reply: its name first, then arguments."""
-
-    index: int
-    name: str | None = None
-    arguments: str = ""
-
-
-class ModelDelta(Model):
-    """What a model activity generated since its last delta (see :class:`DeltaSender`)."""
-
-    activity_id: str
-    attempt: int
-    text: str = ""
-    tool_calls: list[ToolCallDelta] = Field(default_factory=list)
 
 
 class DeltaSender:

@@ -7,31 +7,10 @@ that cannot be delivered changes nothing on the thread.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
-
-from ag_ui.core import Interrupt
 from temporalio import activity
 
 from activities.webhooks import post_json
-from workflows.models import Model
-
-
-class ReminderNotice(Model):
-    """What the webhook receives (as camelCase JSON): which interrupt, and until when."""
-
-    type: Literal["interrupt.reminder"] = "interrupt.reminder"
-    thread_id: str
-    agent: str
-    interrupt: Interrupt
-    expires_at: str
-    """The interrupt's deadline (``interrupt.expiresAt``), repeated for easy filtering."""
-    remind_at: datetime
-    """When this reminder was due: with the interrupt, it names the reminder."""
-
-    @property
-    def idempotency_key(self) -> str:
-        return f"{self.thread_id}/{self.interrupt.id}/{self.remind_at.isoformat()}"
+from workflows.models import ReminderNotice
 
 
 class Reminders:

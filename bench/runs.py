@@ -17,7 +17,7 @@ from temporalio.client import Client
 from bench.conversation import AGENT, Conversation
 from bench.history import EMPTY, HistoryGrowth, tracked_runs
 from bench.stats import RunTiming, Summary
-from gateway.streaming import workflow_id_for
+from workflows.thread_ids import workflow_id_for
 
 
 async def post_run(http: httpx.AsyncClient, conversation: Conversation) -> RunTiming:

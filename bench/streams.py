@@ -38,8 +38,9 @@ from bench.workflows import (
     StreamRunWorkflow,
     UpdateRunWorkflow,
 )
-from gateway.streaming import start_run, workflow_id_for
+from gateway.streaming import start_run
 from settings import Settings
+from workflows.thread_ids import workflow_id_for
 
 WARMUP_RUNS = 2
 """Untimed runs on each variant's workflow before its measured runs."""

@@ -25,8 +25,9 @@ from temporalio.client import Client, WorkflowExecution
 
 from workflows import search_attributes
 from workflows.interrupts import parse_expiry
-from workflows.models import Model, ThreadStatus, thread_id_of
+from workflows.models import Model, ThreadStatus
 from workflows.thread import ThreadWorkflow
+from workflows.thread_ids import thread_id_of
 from workflows.visibility import INTERRUPTS_MEMO
 
 FILTER_VALUE = re.compile(r"[\w:.\-]+")

@@ -37,7 +37,6 @@ from temporalio.service import RPCError, RPCStatusCode
 from settings import Settings
 from workflows import search_attributes
 from workflows.models import (
-    THREAD_WORKFLOW_PREFIX,
     EventsQuery,
     RunRecord,
     RunReply,
@@ -46,11 +45,7 @@ from workflows.models import (
     ThreadStart,
 )
 from workflows.thread import ThreadWorkflow
-
-
-def workflow_id_for(thread_id: str) -> str:
-    """The id of the workflow that holds AG-UI thread ``thread_id``."""
-    return f"{THREAD_WORKFLOW_PREFIX}{thread_id}"
+from workflows.thread_ids import workflow_id_for
 
 
 def run_key_for(run_input: RunAgentInput) -> str:

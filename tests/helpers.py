@@ -24,11 +24,12 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from gateway.app import create_app
-from gateway.streaming import thread_handle, workflow_id_for
+from gateway.streaming import thread_handle
 from settings import Settings
 from worker import build_worker, ensure_search_attributes
 from workflows.agents import AGENTS
 from workflows.sdk.agent import AgentDefinition
+from workflows.thread_ids import workflow_id_for
 
 TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
 TEST_SERVER = TEMPORAL_CLI.parent / "temporal-test-server"

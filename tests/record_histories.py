@@ -21,7 +21,6 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from gateway.streaming import workflow_id_for
 from tests.helpers import LONG_LIVED as LONG_LIVED_RUNS
 from tests.helpers import (
     Stack,
@@ -33,6 +32,7 @@ from tests.helpers import (
     serve_stack,
     start_dev_server,
 )
+from workflows.thread_ids import workflow_id_for
 
 HISTORIES = Path(__file__).parent / "histories"
 

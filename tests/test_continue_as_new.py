@@ -25,6 +25,7 @@ from worker import build_worker
 from workflows.errors import ErrorCode
 from workflows.models import RunReply, RunRequest, ThreadStart
 from workflows.thread import RUNS_CARRIED, ThreadWorkflow
+from workflows.thread_ids import workflow_id_for
 
 CYCLES = 500
 
@@ -121,7 +122,7 @@ async def test_a_thread_of_500_interrupt_cycles_continues_as_new_within_bounds(
         thread = await client.start_workflow(
             ThreadWorkflow.run,
             ThreadStart(thread_id=thread_id, agent="demo", continue_as_new_after_runs=LONG_LIVED),
-            id=f"agui-thread-{thread_id}",
+            id=workflow_id_for(thread_id),
             task_queue=settings.task_queue,
         )
         first_resume: dict[str, object] = {}

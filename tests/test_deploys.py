@@ -15,7 +15,7 @@ from dataclasses import replace
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from gateway.streaming import thread_handle, workflow_id_for
+from gateway.streaming import thread_handle
 from tests.helpers import Stack, new_thread, post_run, registered, run_input, serve_stack
 from workflows.errors import ErrorCode
 from workflows.sdk import (
@@ -29,6 +29,7 @@ from workflows.sdk import (
     tool,
     tool_results,
 )
+from workflows.thread_ids import workflow_id_for
 
 REFUND = re.compile(r"refund (\S+) on (\w+)")
 

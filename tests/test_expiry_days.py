@@ -13,6 +13,7 @@ from tests.helpers import LONG_LIVED, run_input
 from worker import build_worker
 from workflows.models import RunRequest, ThreadStart
 from workflows.thread import ThreadWorkflow
+from workflows.thread_ids import workflow_id_for
 
 
 @pytest.mark.parametrize(
@@ -32,7 +33,7 @@ async def test_an_interrupt_expires_exactly_at_its_deadline(
             ThreadStart(
                 thread_id=thread_id, agent="demo", continue_as_new_after_runs=continue_after
             ),
-            id=f"agui-thread-{thread_id}",
+            id=workflow_id_for(thread_id),
             task_queue=settings.task_queue,
         )
         body = run_input(

@@ -13,7 +13,7 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from gateway.streaming import thread_handle, workflow_id_for
+from gateway.streaming import thread_handle
 from tests.helpers import (
     TEMPORAL_CLI,
     Stack,
@@ -25,6 +25,7 @@ from tests.helpers import (
 )
 from workflows.models import OperatorResume
 from workflows.thread import ThreadWorkflow
+from workflows.thread_ids import workflow_id_for
 from workflows.visibility import INTERRUPTS_MEMO
 
 OPERATOR_RESUME = "operator_resume"

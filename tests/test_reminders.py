@@ -13,13 +13,13 @@ import pytest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from gateway.streaming import workflow_id_for
-from settings import Settings
+from settings import CONTINUE_AS_NEW_AFTER_RUNS, Settings
 from tests.helpers import LONG_LIVED, free_port, run_input
 from tests.receiver import Receiver
 from worker import build_worker
-from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunRequest, ThreadStart
+from workflows.models import RunRequest, ThreadStart
 from workflows.thread import ThreadWorkflow
+from workflows.thread_ids import thread_id_of, workflow_id_for
 
 FORM_LIFETIME = timedelta(days=3)
 """The demo form's default deadline; the demo agent reminds one day before it."""
@@ -53,7 +53,7 @@ async def _ask_form(
 async def _answer(handle: Thread, form: dict[str, Any]) -> None:
     filing = {"quarter": "Q1", "year": 2027, "revenue": 10}
     body = {
-        "threadId": handle.id.removeprefix("agui-thread-"),
+        "threadId": thread_id_of(handle.id),
         "runId": "r2",
         "messages": [],
         "resume": [{"interruptId": form["id"], "status": "resolved", "payload": filing}],
@@ -88,7 +88,7 @@ async def test_the_agents_reminder_arrives_a_day_before_the_deadline(
         assert delivery.path == "/hook"
         assert delivery.body == {
             "type": "interrupt.reminder",
-            "threadId": handle.id.removeprefix("agui-thread-"),
+            "threadId": thread_id_of(handle.id),
             "agent": "demo",
             "interrupt": form,
             "expiresAt": form["expiresAt"],

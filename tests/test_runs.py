@@ -6,9 +6,9 @@ import asyncio
 
 from temporalio.client import Client
 
-from gateway.streaming import workflow_id_for
 from tests.helpers import Stack, new_thread, post_run, run_input, types
 from workflows.agents import AGENTS
+from workflows.thread_ids import workflow_id_for
 
 
 async def workflow_count(client: Client, thread_id: str) -> int:

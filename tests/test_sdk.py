@@ -24,11 +24,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.chat import ChatReply, ChatRequest, ProposedCall, ScriptedModel, tool_results
 from activities.tooling import ToolInterrupt, tool, tool_context
-from gateway.streaming import workflow_id_for
-from settings import Settings
+from settings import CONTINUE_AS_NEW_AFTER_RUNS, Settings
 from tests.helpers import LONG_LIVED, registered
 from worker import build_worker
-from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunReply, RunRequest, ThreadStart
+from workflows.models import RunReply, RunRequest, ThreadStart
 from workflows.sdk import (
     AgentContext,
     AgentDefinition,
@@ -37,6 +36,7 @@ from workflows.sdk import (
     ToolCallView,
     interrupt_tool,
 )
+from workflows.thread_ids import workflow_id_for
 
 RAN: Counter[str] = Counter()
 """Tool runs and model calls, by ``<thread>/<name>``."""

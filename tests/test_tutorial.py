@@ -1,4 +1,4 @@
-"""``docs/agents.md`` works as written: its code, run as the modules it names, serves an
+"""``docs/agents.md`` works as written: its code, run as the module it names, serves an
 agent whose small refunds go through and whose large ones wait for an approval."""
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ def tutorial() -> Iterator[dict[str, types.ModuleType]]:
             del sys.modules[name]
 
 
-def test_the_tutorial_has_its_files() -> None:
-    assert sorted(tutorial_modules()) == ["activities.support", "workflows.agents.support"]
+def test_the_tutorial_is_one_file() -> None:
+    assert sorted(tutorial_modules()) == ["workflows.agents.support"]
 
 
 async def test_the_tutorial_agent_refunds_and_asks_before_large_refunds(

@@ -1,1 +1,2 @@
-"""Deterministic workflow code: the thread workflow, the agents it runs, and its models."""
+"""The engine's deterministic workflow code, the agent SDK (``sdk``) and the example
+agents (``agents``)."""

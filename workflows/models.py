@@ -13,16 +13,6 @@ from ag_ui.core import Event, Interrupt, Message, ResumeEntry, RunAgentInput
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-THREAD_WORKFLOW_PREFIX = "agui-thread-"
-"""The workflow holding AG-UI thread ``t`` has the id ``agui-thread-t``."""
-
-
-def thread_id_of(workflow_id: str) -> str | None:
-    """The AG-UI thread a workflow id holds, or ``None`` for another workflow's id."""
-    if not workflow_id.startswith(THREAD_WORKFLOW_PREFIX):
-        return None
-    return workflow_id.removeprefix(THREAD_WORKFLOW_PREFIX)
-
 
 class Model(BaseModel):
     """Base for the engine's own models: camelCase on the wire, like AG-UI's."""
@@ -190,22 +180,14 @@ class ThreadState(Model):
     """The agent turn paused on interrupts, for agents built with ``workflows.sdk``."""
 
 
-CONTINUE_AS_NEW_AFTER_RUNS = 1
-"""The default: a thread continues as new after every run, so between runs (waiting on
-interrupts for days, or idle) its workflow history holds only data, the carried
-``ThreadState``, and replays no agent code. A deploy that changes an agent, its
-policies or the engine can then never make a waiting thread's replay diverge
-(``docs/operations.md``). Raise it only where every deploy pins running threads to
-their build with Temporal's Worker Versioning."""
-
-
 class ThreadStart(Model):
     """The thread workflow's input."""
 
     thread_id: str
     agent: str
-    continue_as_new_after_runs: int = CONTINUE_AS_NEW_AFTER_RUNS
-    """Runs one workflow run serves before the thread continues as new."""
+    continue_as_new_after_runs: int
+    """Runs one workflow run serves before the thread continues as new (the gateway
+    sets it from ``AGUI_CONTINUE_AS_NEW_AFTER_RUNS`` at the thread's first run)."""
     state: ThreadState | None = None
     """Carried state when the thread continues as new; ``None`` for a new thread."""
 
@@ -251,3 +233,43 @@ class ThreadView(Model):
     runs: list[RunRecord]
     audit: list[AuditRecord]
     memory: dict[str, Any]
+
+
+STREAM_SIGNAL = "model_stream"
+"""The thread workflow's signal that carries a model's output while it is generated."""
+
+
+class ToolCallDelta(Model):
+    """A piece of the ``index``-th tool call of a reply: its name first, then arguments."""
+
+    index: int
+    name: str | None = None
+    arguments: str = ""
+
+
+class ModelDelta(Model):
+    """What a model activity generated since its last delta, signalled to its thread as
+    ``STREAM_SIGNAL`` (see ``activities.chat.DeltaSender``)."""
+
+    activity_id: str
+    attempt: int
+    text: str = ""
+    tool_calls: list[ToolCallDelta] = Field(default_factory=list)
+
+
+class ReminderNotice(Model):
+    """The ``send_reminder`` activity's input, and what the webhook receives (as camelCase
+    JSON): which interrupt, and until when."""
+
+    type: Literal["interrupt.reminder"] = "interrupt.reminder"
+    thread_id: str
+    agent: str
+    interrupt: Interrupt
+    expires_at: str
+    """The interrupt's deadline (``interrupt.expiresAt``), repeated for easy filtering."""
+    remind_at: datetime
+    """When this reminder was due: with the interrupt, it names the reminder."""
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.thread_id}/{self.interrupt.id}/{self.remind_at.isoformat()}"

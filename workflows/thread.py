@@ -29,14 +29,14 @@ with workflow.unsafe.imports_passed_through():
         StateSnapshotEvent,
     )
 
-    from activities.chat import STREAM_SIGNAL, ModelDelta
-    from activities.reminders import ReminderNotice, Reminders
+    from activities.reminders import Reminders
     from workflows import metrics, visibility
     from workflows.agents import AGENTS
     from workflows.details import current_details
     from workflows.errors import ErrorCode, rejection
     from workflows.interrupts import answer_key, check_resume, is_replay, parse_expiry
     from workflows.models import (
+        STREAM_SIGNAL,
         Answer,
         AppliedAnswer,
         AuditOutcome,
@@ -44,9 +44,11 @@ with workflow.unsafe.imports_passed_through():
         EventPage,
         EventsQuery,
         LoggedEvent,
+        ModelDelta,
         OperatorResult,
         OperatorResume,
         Reminder,
+        ReminderNotice,
         RunRecord,
         RunReply,
         RunRequest,

@@ -18,8 +18,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import Event, Interrupt, Message, RunAgentInput
 
-    from activities.chat import ModelDelta
-    from workflows.models import ThreadState
+    from workflows.models import ModelDelta, ThreadState
     from workflows.questions import Question
 
 

@@ -1,4 +1,5 @@
-"""The agents this engine serves, by name.
+"""The agents this engine serves, by name: the examples, one module each, holding the
+agent's tools and model (its activities) with its definition.
 
 The gateway routes ``POST /agents/{name}`` by this registry, the worker runs the
 activities of every agent in it, and the thread workflow runs the agent it names, so all

@@ -5,26 +5,77 @@ approval (with edits) for each email address, a form for the word ``quarterly``,
 for ``confirm`` and a custom policy hold for ``policy``. With none of them its model
 answers. Its turn is custom code over the SDK's steps: all questions at once, then one
 summary of what each answer led to.
+
+``send_email`` stands in for a mail API. With a mail URL configured
+(``AGUI_DEMO_MAIL_URL``) it posts each email there as JSON; without one it delivers
+nothing. Either way it behaves as a side effect should: the call's idempotency key makes
+a retried call a repeat the mail API recognises, never a second email.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import RunAgentInput
+    from pydantic import Field
 
-    from activities import demo
-    from activities.chat import ProposedCall
-    from workflows.sdk import AgentContext, AgentDefinition, Ask, Reply, ToolCallView
+    from activities.webhooks import post_json
+    from settings import process_settings
+    from workflows.sdk import (
+        AgentContext,
+        AgentDefinition,
+        Approval,
+        Ask,
+        ChatReply,
+        ChatRequest,
+        ProposedCall,
+        Reply,
+        ScriptedModel,
+        ToolCallView,
+        last_user_text,
+        tool,
+        tool_context,
+    )
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 DEFAULT_EXPIRY = timedelta(days=3)
+
+Address = Annotated[str, Field(json_schema_extra={"format": "email"})]
+
+
+APPROVAL = Approval(
+    edits=True,
+    message=lambda call: (
+        f"Send email to {call.arguments['to']} with subject 'Hi'? You can edit it first."
+    ),
+)
+
+
+@tool(local=True, approval=APPROVAL)
+async def send_email(to: Address, subject: str, body: str) -> dict[str, str]:
+    """Send an email; the message id is a function of the call's idempotency key."""
+    key = tool_context().idempotency_key
+    settings = process_settings()
+    if settings.demo_mail_url is not None:
+        email = {"to": to, "subject": subject, "body": body}
+        await post_json(settings.demo_mail_url, email, key, settings.webhook_timeout_seconds)
+    return {"messageId": f"msg-{hashlib.sha256(key.encode()).hexdigest()[:12]}"}
+
+
+def echo(request: ChatRequest) -> ChatReply:
+    """A fixed, predictable reply to the newest user message."""
+    prompt = last_user_text(request.messages).strip()
+    return ChatReply(text=f"You said: {prompt}" if prompt else "Say something and I will answer.")
+
+
+MODEL = ScriptedModel("demo", echo)
 
 QUARTERLY_FILING_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -48,9 +99,7 @@ async def demo_turn(ctx: AgentContext) -> None:
             for to in EMAIL.findall(text)
         ]
     )
-    asks = [demo.APPROVAL.ask(call, demo.send_email.spec) for call in calls] + _questions(
-        ctx, words
-    )
+    asks = [APPROVAL.ask(call, send_email.spec) for call in calls] + _questions(ctx, words)
     if not asks:
         await ctx.model()
         return
@@ -124,8 +173,8 @@ DEMO = AgentDefinition(
         "Asks approval before emailing each address you mention; 'quarterly' asks for a "
         "filing, 'confirm' for a yes/no, 'policy' puts a policy hold; otherwise echoes."
     ),
-    model=demo.MODEL,
-    tools=[demo.send_email],
+    model=MODEL,
+    tools=[send_email],
     remind_before=(timedelta(days=1),),
     turn=demo_turn,
 )

@@ -1,28 +1,49 @@
 """The ``files`` agent: cleans up files, asking before it deletes (Strands' example).
 
-A before-tool hook gates ``delete_files``: ``y`` runs it, ``n`` cancels it, ``t`` runs it
+A hook of ``delete_files``'s own gates it: ``y`` runs it, ``n`` cancels it, ``t`` runs it
 and trusts the tool for the rest of the thread (a remembered decision, so later
 deletions on the thread do not ask).
+
+The tools simulate a file system, so the example runs anywhere and deletes nothing: a
+path's size is derived from its name.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Literal
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities import files
-    from workflows.sdk import AgentContext, AgentDefinition, ToolCallView
+    from workflows.sdk import (
+        AgentContext,
+        AgentDefinition,
+        ChatReply,
+        ChatRequest,
+        ProposedCall,
+        ScriptedModel,
+        ToolCallView,
+        last_user_text,
+        tool,
+        tool_results,
+    )
 
 TRUSTED = "trustedTools"
 """Memory key: the tools the user said to stop asking about."""
 
 
+@tool
+async def inspect_files(paths: list[str]) -> list[dict[str, object]]:
+    """Report the size of each file, before deciding what to delete."""
+    return [{"path": path, "bytes": _size(path)} for path in paths]
+
+
 async def confirm_delete(ctx: AgentContext, call: ToolCallView) -> None:
     """Ask before ``delete_files`` runs, unless the user trusts it on this thread."""
     trusted: list[str] = ctx.memory.get(TRUSTED, [])
-    if call.name != "delete_files" or call.name in trusted:
+    if call.name in trusted:
         return
     reply = await ctx.interrupt(
         "tool_call",
@@ -39,15 +60,52 @@ async def confirm_delete(ctx: AgentContext, call: ToolCallView) -> None:
 
 async def record_deleted(ctx: AgentContext, call: ToolCallView, result: Any) -> None:
     """Keep the deleted paths in the thread's state (``deleted``)."""
-    if call.name == "delete_files" and isinstance(result, dict):
+    if isinstance(result, dict):
         ctx.state.setdefault("deleted", []).extend(result["deleted"])
+
+
+@tool(before=[confirm_delete], after=[record_deleted])
+async def delete_files(paths: list[str]) -> dict[str, list[str]]:
+    """Delete the files (simulated: nothing on disk is touched)."""
+    return {"deleted": paths}
+
+
+def _size(path: str) -> int:
+    return int(hashlib.sha256(path.encode()).hexdigest()[:4], 16)
+
+
+def paths_in(text: str) -> list[str]:
+    """Every token of ``text`` that looks like a path (contains ``/``), in order."""
+    tokens = (token.strip(".,;:!?'\"()") for token in text.split())
+    return [token for token in tokens if "/" in token]
+
+
+def clean_up(request: ChatRequest) -> ChatReply:
+    """Inspect the paths the user named, then delete them; report what happened."""
+    results = tool_results(request.messages)
+    paths = paths_in(last_user_text(request.messages))
+    if not paths:
+        return ChatReply(text="Name the files to clean up, e.g. /tmp/old.log.")
+    if not results:
+        return ChatReply(
+            tool_calls=[ProposedCall(name="inspect_files", arguments={"paths": paths})]
+        )
+    name, content = results[-1]
+    if name == "inspect_files":
+        return ChatReply(tool_calls=[ProposedCall(name="delete_files", arguments={"paths": paths})])
+    try:
+        deleted = json.loads(content)["deleted"]
+    except (ValueError, KeyError, TypeError):
+        return ChatReply(text=f"Nothing was deleted. {content}")
+    return ChatReply(text=f"Deleted {', '.join(deleted)}.")
+
+
+MODEL = ScriptedModel("files", clean_up)
 
 
 FILES = AgentDefinition(
     name="files",
     description="Cleans up the files you name (paths contain '/'), asking before it deletes.",
-    model=files.MODEL,
-    tools=[files.inspect_files, files.delete_files],
-    before_tool=[confirm_delete],
-    after_tool=[record_deleted],
+    model=MODEL,
+    tools=[inspect_files, delete_files],
 )

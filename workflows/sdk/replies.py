@@ -22,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallStartEvent,
     )
 
-    from activities.chat import ModelDelta
+    from workflows.models import ModelDelta
     from workflows.turn import TurnHost
 
 
