@@ -1,15 +1,20 @@
-"""The thread workflow: one Temporal workflow per AG-UI thread."""
+"""The thread workflow: one Temporal workflow per AG-UI thread.
+
+The workflow class keeps the thread's handlers and its run lifecycle. The event log
+(``workflows/event_log.py``), the timers of deadlines and reminders
+(``workflows/deadlines.py``) and what operators see of the thread (``workflows/view.py``)
+are modules of their own.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine, Sequence
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -18,7 +23,6 @@ with workflow.unsafe.imports_passed_through():
         Event,
         Interrupt,
         Message,
-        MessagesSnapshotEvent,
         ResumeEntry,
         RunAgentInput,
         RunErrorEvent,
@@ -29,12 +33,13 @@ with workflow.unsafe.imports_passed_through():
         StateSnapshotEvent,
     )
 
-    from activities.reminders import Reminders
     from workflows import metrics, visibility
     from workflows.agents import AGENTS
+    from workflows.deadlines import Deadlines
     from workflows.details import current_details
     from workflows.errors import ErrorCode, rejection
-    from workflows.interrupts import answer_key, check_resume, is_replay, parse_expiry
+    from workflows.event_log import EventLog
+    from workflows.interrupts import answer_key, check_resume, is_replay
     from workflows.models import (
         STREAM_SIGNAL,
         Answer,
@@ -43,33 +48,25 @@ with workflow.unsafe.imports_passed_through():
         AuditRecord,
         EventPage,
         EventsQuery,
-        LoggedEvent,
         ModelDelta,
         OperatorResult,
         OperatorResume,
-        Reminder,
-        ReminderNotice,
         RunRecord,
         RunReply,
         RunRequest,
         RunStatus,
-        SequencedEvent,
         ThreadStart,
         ThreadState,
-        ThreadStatus,
         ThreadView,
     )
     from workflows.questions import Question
     from workflows.sdk.agent import AgentDefinition
     from workflows.turn import Turn
+    from workflows.view import thread_status, thread_view
 
 RUNS_CARRIED = 10
 """Runs (with their events) a thread carries into a new workflow run, so clients can
 still re-read or reconnect to its recent runs after a continue-as-new."""
-REMINDER_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=10)
-)
-"""Backoff for an unreachable webhook; it stops at the interrupt's deadline."""
 
 
 @workflow.defn
@@ -87,6 +84,10 @@ class ThreadWorkflow:
         run_agent(RunRequest) -> RunReply: executes one run to its terminal event and
             returns the run's events. Its validator enforces the interrupt contract and
             rejects bad input without touching history.
+        operator_resume(OperatorResume) -> OperatorResult: an operator answers the open
+            interrupts; also a signal of the same name.
+    Signal:
+        model_stream(ModelDelta): a model activity's output so far.
     Queries:
         events(EventsQuery) -> EventPage: a run's events after an offset, which the
             gateway streams while the update is in flight.
@@ -98,6 +99,8 @@ class ThreadWorkflow:
     @workflow.init
     def __init__(self, start: ThreadStart) -> None:
         self._thread = start.state or ThreadState(thread_id=start.thread_id, agent=start.agent)
+        self._log = EventLog(self._thread, clock=workflow.now)
+        self._deadlines = Deadlines(self._thread, on_expired=self._serve_expiry)
         self._message_ids = {message.id for message in self._thread.messages}
         self._runs = {run.key: run for run in self._thread.runs}
         # Runs (and expiries) change the thread one at a time, in arrival order.
@@ -114,33 +117,28 @@ class ThreadWorkflow:
         new workflow run the memo of the one before)."""
         self._listeners: dict[str, Callable[[ModelDelta], None]] = {}
         """Who takes a model activity's streamed output, by activity id."""
-        self._timed: set[str] = set()
-        """Interrupts and reminders with a timer in this workflow run (see ``_time``)."""
 
     @workflow.run
     async def run(self, start: ThreadStart) -> None:
         """Serve runs as updates until the history is long enough to continue as new."""
-        # Deadlines are absolute, so carried interrupts expire exactly when they would
-        # have; a reminder in flight at the continue-as-new is sent again (same key).
-        for interrupt in self._thread.open_interrupts:
-            self._watch_expiry(interrupt)
-        for reminder in self._thread.reminders:
-            self._time(reminder)
-        workflow.set_current_details(self._details())
-        await workflow.wait_condition(lambda: self._should_continue() and self._between_runs())
+        self._deadlines.arm_carried()
+        workflow.set_current_details(self._current_details())
+        await workflow.wait_condition(
+            lambda: self._should_continue_as_new() and self._between_runs()
+        )
         waiting_on = self._thread.open_interrupts
         workflow.continue_as_new(
             ThreadStart(
                 thread_id=start.thread_id,
                 agent=start.agent,
                 continue_as_new_after_runs=start.continue_as_new_after_runs,
-                state=self._carried(),
+                state=self._log.carried(RUNS_CARRIED),
             ),
             memo=visibility.memo(waiting_on),
-            search_attributes=TypedSearchAttributes(self._attributes()),
+            search_attributes=TypedSearchAttributes(self._search_attributes()),
         )
 
-    def _should_continue(self) -> bool:
+    def _should_continue_as_new(self) -> bool:
         return (
             self._runs_here >= self._continue_after
             or workflow.info().is_continue_as_new_suggested()
@@ -152,38 +150,23 @@ class ThreadWorkflow:
             self._run is None and not self._run_lock.locked() and workflow.all_handlers_finished()
         )
 
-    def _carried(self) -> ThreadState:
-        """The thread for the next workflow run: everything but its older runs' events."""
-        runs = self._thread.runs[-RUNS_CARRIED:]
-        first_seq = runs[0].first_seq if runs else self._next_seq()
-        events = [item for item in self._thread.events if item.seq >= first_seq]
-        return self._thread.model_copy(update={"runs": runs, "events": events})
-
     @workflow.update
     async def run_agent(self, request: RunRequest) -> RunReply:
         """Execute one AG-UI run and return its events, terminal event last."""
         async with self._run_lock:
             # Checked again: the thread may have changed while this run waited its turn.
-            self._check(request)
+            self._check_run(request)
             earlier = self._earlier_run(request)
             if earlier is not None:
-                return RunReply(run_key=earlier.key, events=self._replay(earlier, request))
+                events = self._log.replay(earlier, request.input.run_id)
+                return RunReply(run_key=earlier.key, events=events)
             run = self._open_run(request)
-            if request.input.resume:
-                # The tool calls being answered were announced in an earlier run; the
-                # snapshot puts them in this run's view so its TOOL_CALL_RESULTs resolve.
-                self._emit_messages_snapshot()
-                self._apply(request.input.resume, run)
-                self._resume_if_answered(request.input)
-            else:
-                agent = self._agent()
-                self._start_turn(agent.run, request.input)
-            await self._finish_run(run)
-            return RunReply(run_key=run.key, events=self._events_of(run))
+            await self._serve_run(run, request.input, resume=request.input.resume)
+            return RunReply(run_key=run.key, events=self._log.events_of(run))
 
     @run_agent.validator
     def _validate_run_agent(self, request: RunRequest) -> None:
-        self._check(request)
+        self._check_run(request)
 
     @workflow.signal(name=STREAM_SIGNAL)
     def model_stream(self, delta: ModelDelta) -> None:
@@ -200,23 +183,13 @@ class ThreadWorkflow:
         if run is None:
             return EventPage(events=[], ended=False)
         return EventPage(
-            events=self._events_of(run, after=query.after), ended=run.status != "running"
+            events=self._log.events_of(run, after=query.after), ended=run.status != "running"
         )
 
     @workflow.query
     def view(self) -> ThreadView:
         """The thread's messages, state, open interrupts and runs."""
-        return ThreadView(
-            thread_id=self._thread.thread_id,
-            agent=self._thread.agent,
-            status=self._status(),
-            messages=self._thread.messages,
-            state=self._thread.state,
-            interrupts=self._thread.open_interrupts,
-            runs=self._thread.runs,
-            audit=self._thread.audit,
-            memory=self._thread.memory,
-        )
+        return thread_view(self._thread, self._run)
 
     @workflow.query
     def run_record(self, run_id: str) -> RunRecord | None:
@@ -249,20 +222,17 @@ class ThreadWorkflow:
             try:
                 earlier = self._check_operator(request)
             except ApplicationError as error:
-                self._audit(request, "rejected", error=error)
+                self._record_audit(request, "rejected", error=error)
                 raise
             if earlier is not None:
                 # The run may be no longer carried; its key still names it.
                 run_id = self._runs[earlier].run_id if earlier in self._runs else earlier
-                self._audit(request, "repeated", run_id=run_id)
+                self._record_audit(request, "repeated", run_id=run_id)
                 return OperatorResult(run_id=run_id, outcome="repeated")
             run_id = f"operator-{workflow.uuid4()}"
+            self._record_audit(request, "applied", run_id=run_id)
             run = self._start_run(run_id, run_id, None)
-            self._emit_messages_snapshot()
-            self._apply(request.resume, run)
-            self._audit(request, "applied", run_id=run_id)
-            self._resume_if_answered(self._unrequested_input(run))
-            await self._finish_run(run)
+            await self._serve_run(run, self._unrequested_input(run), resume=request.resume)
             return OperatorResult(run_id=run_id, outcome="applied")
 
     def _check_operator(self, request: OperatorResume) -> str | None:
@@ -278,7 +248,7 @@ class ThreadWorkflow:
         )
         return None
 
-    def _audit(
+    def _record_audit(
         self,
         request: OperatorResume,
         outcome: AuditOutcome,
@@ -297,7 +267,21 @@ class ThreadWorkflow:
             )
         )
 
-    def _check(self, request: RunRequest) -> None:
+    async def _serve_expiry(self, interrupt: Interrupt) -> None:
+        """Close ``interrupt`` as expired, its deadline having passed (``Deadlines``).
+
+        When that closes the thread's last open interrupt, the agent resumes at once (it
+        sees the answer ``expired``) in a run of its own, so the thread accepts new input
+        again without anyone having to come back.
+        """
+        async with self._run_lock:
+            # Answered, maybe, while the expiry waited its turn.
+            if all(i.id != interrupt.id for i in self._thread.open_interrupts):
+                return
+            run = self._open_expiry_run()
+            await self._serve_run(run, self._unrequested_input(run), expired=interrupt)
+
+    def _check_run(self, request: RunRequest) -> None:
         """Reject a run this thread must not execute; changes nothing."""
         run_input = request.input
         if run_input.thread_id != self._thread.thread_id:
@@ -336,15 +320,44 @@ class ThreadWorkflow:
         run_key = is_replay(resume, self._thread.applied) if resume else None
         return self._runs.get(run_key) if run_key else None
 
-    def _replay(self, run: RunRecord, request: RunRequest) -> list[SequencedEvent]:
-        """The events of ``run`` again, opened and closed under the replaying ``runId``."""
-        events = []
-        for item in self._events_of(run):
-            event = item.event
-            if isinstance(event, RunStartedEvent | RunFinishedEvent):
-                event = event.model_copy(update={"run_id": request.input.run_id})
-            events.append(item.model_copy(update={"event": event}))
-        return events
+    async def _serve_run(
+        self,
+        run: RunRecord,
+        run_input: RunAgentInput,
+        resume: list[ResumeEntry] | None = None,
+        expired: Interrupt | None = None,
+    ) -> None:
+        """Let the agent work in ``run``, just opened, then end it.
+
+        Every run goes this one way, a client's, an operator's or an expiry's: its
+        answers close interrupts (the entries of a ``resume``, or an ``expired``
+        interrupt), and once none is open the agent's ``resume`` takes them all. A run
+        with no answers is a new turn of the agent's ``run``.
+
+        Args:
+            run: The run, opened under the run lock, which the caller holds.
+            run_input: What the agent's step sees as the run's input.
+            resume: The answers a client or an operator sent.
+            expired: The interrupt whose deadline passed.
+        """
+        if resume:
+            # The tool calls being answered were announced in an earlier run; the
+            # snapshot puts them in this run's view so its TOOL_CALL_RESULTs resolve.
+            self._emit_messages_snapshot()
+            self._apply_resume(resume, run)
+        if expired is not None:
+            self._close_interrupt(
+                expired,
+                Answer(interrupt=expired, status="expired"),
+                key=f"expired:{expired.id}",
+                run_key=run.key,
+            )
+        if resume or expired is not None:
+            self._resume_if_answered(run_input)
+        else:
+            agent = self._agent()
+            self._start_turn(agent.run, run_input)
+        await self._finish_run(run)
 
     def _agent(self) -> AgentDefinition:
         return AGENTS[self._thread.agent]
@@ -368,12 +381,12 @@ class ThreadWorkflow:
             reminders += question.reminders(interrupt.id, default, now)
         self._thread.asked.extend(interrupts)
         for interrupt in interrupts:
-            self._watch_expiry(interrupt)
+            self._deadlines.arm_expiry(interrupt)
             metrics.interrupt_opened(self._thread.agent, interrupt)
         reminders.sort(key=lambda reminder: reminder.at)
         self._thread.reminders.extend(reminders)
         for reminder in reminders:
-            self._time(reminder)
+            self._deadlines.arm_reminder(reminder)
         return interrupts
 
     def listen(self, activity_id: str, listener: Callable[[ModelDelta], None] | None) -> None:
@@ -382,23 +395,6 @@ class ThreadWorkflow:
             del self._listeners[activity_id]
         else:
             self._listeners[activity_id] = listener
-
-    def _watch_expiry(self, interrupt: Interrupt) -> None:
-        if interrupt.expires_at is not None:
-            # A durable timer per deadline: it fires with or without a client.
-            self._time(interrupt)
-
-    def _time(self, item: Interrupt | Reminder) -> None:
-        """Start the timer of an interrupt's deadline or of a reminder, once per workflow
-        run: a thread's first run may ask before ``run`` arms what the thread carries."""
-        key = _timer_key(item)
-        if key in self._timed:
-            return
-        self._timed.add(key)
-        if isinstance(item, Reminder):
-            asyncio.create_task(self._remind_when_due(item))
-        else:
-            asyncio.create_task(self._expire_when_due(item))
 
     def _resume_if_answered(self, run_input: RunAgentInput) -> None:
         """Once no asked interrupt is open, hand every answer to the agent's ``resume``."""
@@ -410,7 +406,7 @@ class ThreadWorkflow:
         agent = self._agent()
         self._start_turn(lambda turn: agent.resume(turn, answers), run_input)
 
-    def _apply(self, resume: list[ResumeEntry], run: RunRecord) -> None:
+    def _apply_resume(self, resume: list[ResumeEntry], run: RunRecord) -> None:
         """Close the interrupts ``resume`` answers and hand the answers to the agent."""
         open_by_id = {interrupt.id: interrupt for interrupt in self._thread.open_interrupts}
         for entry in resume:
@@ -442,83 +438,6 @@ class ThreadWorkflow:
             expires_at=interrupt.expires_at,
         )
 
-    async def _expire_when_due(self, interrupt: Interrupt) -> None:
-        """Close ``interrupt`` as expired at its deadline unless it is answered first.
-
-        When that closes the thread's last open interrupt, the agent resumes at once (it
-        sees the answer ``expired``) in a run of its own, so the thread accepts new input
-        again without anyone having to come back.
-        """
-        deadline = parse_expiry(interrupt)
-        assert deadline is not None
-        interrupt_id = interrupt.id
-
-        def is_open() -> bool:
-            return any(i.id == interrupt_id for i in self._thread.open_interrupts)
-
-        if not await self._until(deadline - workflow.now(), is_open, f"expiry {interrupt_id}"):
-            return
-        async with self._run_lock:
-            if not is_open():
-                return
-            run = self._open_expiry_run()
-            self._close_interrupt(
-                interrupt,
-                Answer(interrupt=interrupt, status="expired"),
-                key=f"expired:{interrupt_id}",
-                run_key=run.key,
-            )
-            self._resume_if_answered(self._unrequested_input(run))
-            await self._finish_run(run)
-
-    async def _remind_when_due(self, reminder: Reminder) -> None:
-        """Post a reminder of the open interrupt at ``reminder.at``.
-
-        Answering the interrupt cancels its reminders. Delivery retries with backoff
-        until the deadline; a reminder that never arrives is logged, and the thread goes
-        on exactly as if it had.
-        """
-        thread = self._thread
-
-        def pending() -> bool:
-            return reminder in thread.reminders
-
-        if not await self._until(reminder.at - workflow.now(), pending, "reminder"):
-            return
-        interrupt = next(i for i in thread.asked if i.id == reminder.interrupt_id)
-        deadline = parse_expiry(interrupt)
-        assert interrupt.expires_at is not None and deadline is not None
-        try:
-            await workflow.execute_activity_method(
-                Reminders.send_reminder,
-                ReminderNotice(
-                    thread_id=thread.thread_id,
-                    agent=thread.agent,
-                    interrupt=interrupt,
-                    expires_at=interrupt.expires_at,
-                    remind_at=reminder.at,
-                ),
-                start_to_close_timeout=timedelta(minutes=1),
-                schedule_to_close_timeout=max(deadline - workflow.now(), timedelta(seconds=1)),
-                retry_policy=REMINDER_RETRY,
-                summary=f"reminder {interrupt.id}",
-            )
-        except ActivityError as error:
-            workflow.logger.warning("reminder of %s not delivered: %s", interrupt.id, error.cause)
-        finally:
-            if pending():
-                thread.reminders.remove(reminder)
-
-    @staticmethod
-    async def _until(delay: timedelta, holds: Callable[[], bool], summary: str) -> bool:
-        """Wait ``delay`` (a durable timer) while ``holds()``; whether it still holds."""
-        if delay > timedelta(0):
-            with contextlib.suppress(TimeoutError):
-                await workflow.wait_condition(
-                    lambda: not holds(), timeout=delay, timeout_summary=summary
-                )
-        return holds()
-
     def _unrequested_input(self, run: RunRecord) -> RunAgentInput:
         """The input of a run no client sent: an expiry's, or an operator's resume."""
         return RunAgentInput(
@@ -539,7 +458,9 @@ class ThreadWorkflow:
             self._turn = None
             error = turn.exception()
             if error is not None:
-                self.emit(RunErrorEvent(message=_failure(error), code=ErrorCode.AGENT_FAILED))
+                self.emit(
+                    RunErrorEvent(message=_failure_message(error), code=ErrorCode.AGENT_FAILED)
+                )
                 self._close_run(run, "failed")
                 return
         self.emit(StateSnapshotEvent(snapshot=self._thread.state))
@@ -572,7 +493,7 @@ class ThreadWorkflow:
 
     def _start_run(self, key: str, run_id: str, parent_run_id: str | None) -> RunRecord:
         run = RunRecord(
-            key=key, run_id=run_id, started_at=workflow.now(), first_seq=self._next_seq()
+            key=key, run_id=run_id, started_at=workflow.now(), first_seq=self._log.next_seq()
         )
         self._thread.runs.append(run)
         self._runs[key] = run
@@ -595,12 +516,12 @@ class ThreadWorkflow:
         run.status = status
         run.finished_at = workflow.now()
         self._run = None
-        if self._should_continue():
+        if self._should_continue_as_new():
             # The next workflow run gets the thread's attributes and memo with the
             # continue-as-new; this one's are cleared, so operators' queries find only
             # the live run of each thread.
             workflow.upsert_search_attributes(visibility.cleared())
-            workflow.set_current_details(self._details())
+            workflow.set_current_details(self._current_details())
         else:
             self._publish_status()
 
@@ -614,47 +535,15 @@ class ThreadWorkflow:
             self._message_ids.add(message.id)
             self._thread.messages.append(message)
 
-    def emit(self, event: Event, messages_upto: int | None = None) -> None:
+    def emit(self, event: Event) -> None:
         """Append ``event`` to the log of the run in progress (``TurnHost``)."""
-        run = self._run
-        assert run is not None, "agent code emits only while a run is in progress"
-        if event.timestamp is None:
-            event.timestamp = int(workflow.now().timestamp() * 1000)
-        seq = self._next_seq()
-        self._thread.events.append(
-            LoggedEvent(seq=seq, run_key=run.key, event=event, messages_upto=messages_upto)
-        )
-        run.last_seq = seq
+        assert self._run is not None, "agent code emits only while a run is in progress"
+        self._log.append(self._run, event)
 
     def _emit_messages_snapshot(self) -> None:
         """Emit the whole conversation, logged by its length (see ``LoggedEvent``)."""
-        self.emit(MessagesSnapshotEvent(messages=[]), messages_upto=len(self._thread.messages))
-
-    def _next_seq(self) -> int:
-        events = self._thread.events
-        return events[-1].seq + 1 if events else 1
-
-    def _events_of(self, run: RunRecord, after: int = 0) -> list[SequencedEvent]:
-        """The run's events with ``seq > after``; runs never interleave, so a slice."""
-        events = self._thread.events
-        if not events or run.last_seq < run.first_seq:
-            return []
-        base = events[0].seq
-        start = max(run.first_seq, after + 1) - base
-        return [self._sequenced(item) for item in events[max(start, 0) : run.last_seq - base + 1]]
-
-    def _sequenced(self, item: LoggedEvent) -> SequencedEvent:
-        """``item`` as clients see it: a messages snapshot gets its messages back."""
-        event = item.event
-        if item.messages_upto is not None:
-            messages = self._thread.messages[: item.messages_upto]
-            event = event.model_copy(update={"messages": messages})
-        return SequencedEvent(seq=item.seq, run_key=item.run_key, event=event)
-
-    def _status(self) -> ThreadStatus:
-        if self._run is not None:
-            return "running"
-        return "waiting" if self._thread.open_interrupts else "idle"
+        assert self._run is not None, "the thread emits only while a run is in progress"
+        self._log.append_messages_snapshot(self._run)
 
     def _publish_status(self) -> None:
         """Show operators the thread: its status, open interrupts and earliest deadline
@@ -667,34 +556,28 @@ class ThreadWorkflow:
         visibility write, which the bench shows in every run's latency.
         """
         settled = self._run is None
-        workflow.upsert_search_attributes(visibility.updates(self._attributes(), settled))
+        workflow.upsert_search_attributes(visibility.updates(self._search_attributes(), settled))
         waiting_on = self._thread.open_interrupts
         if settled and waiting_on != self._published:
             workflow.upsert_memo(visibility.memo(waiting_on))
             self._published = list(waiting_on)
         # Not in history: the UI reads it by query.
-        workflow.set_current_details(self._details())
+        workflow.set_current_details(self._current_details())
 
-    def _attributes(self) -> list[SearchAttributePair[Any]]:
+    def _search_attributes(self) -> list[SearchAttributePair[Any]]:
         settled = self._run is None
         return visibility.attributes(
             self._thread.agent,
-            self._status(),
+            thread_status(self._thread, self._run),
             workflow.now(),
             self._thread.open_interrupts if settled else None,
         )
 
-    def _details(self) -> str:
+    def _current_details(self) -> str:
         return current_details(self._run, self._thread.open_interrupts, self._thread.messages)
 
 
-def _timer_key(item: Interrupt | Reminder) -> str:
-    if isinstance(item, Reminder):
-        return f"reminder:{item.interrupt_id}:{item.at.isoformat()}"
-    return f"expiry:{item.id}"
-
-
-def _failure(error: BaseException) -> str:
+def _failure_message(error: BaseException) -> str:
     """What the client is told of a turn that raised ``error``.
 
     A model or tool that kept failing, or agent code giving up on purpose

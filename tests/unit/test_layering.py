@@ -29,8 +29,8 @@ BOUNDARY = {"workflows.models", "workflows.questions", "workflows.errors"}
 """What activities may take from ``workflows/``: the data that crosses the boundary (a
 tool's question among it) and the error codes."""
 
-ENGINE_TO_ACTIVITIES = {"workflows/thread.py": {"activities.reminders"}}
-"""The engine imports activities only for what it calls: the thread the ``send_reminder``
+ENGINE_TO_ACTIVITIES = {"workflows/deadlines.py": {"activities.reminders"}}
+"""The engine imports activities only for what it calls: its deadlines the ``send_reminder``
 activity it schedules. Data that crosses the boundary comes from ``BOUNDARY``."""
 
 

@@ -1,0 +1,255 @@
+"""Guards the thread's event log (``workflows/event_log.py``): sequence numbers, a run's
+events as a slice of the log, messages snapshots kept by length, a repeated run's events
+under its new ``runId``, and what a continue-as-new carries.
+
+The log reads the time only through the clock it is given, so these run it directly.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    AssistantMessage,
+    Event,
+    MessagesSnapshotEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    TextMessageContentEvent,
+    UserMessage,
+)
+
+from workflows.event_log import EventLog
+from workflows.models import RunRecord, SequencedEvent, ThreadState
+
+NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)
+
+
+def new_log() -> tuple[ThreadState, EventLog]:
+    thread = ThreadState(thread_id="t1", agent="demo")
+    return thread, EventLog(thread, clock=lambda: NOW)
+
+
+def open_run(thread: ThreadState, log: EventLog, key: str) -> RunRecord:
+    """A run as the thread opens one: recorded, its events to come next in the log."""
+    run = RunRecord(key=key, run_id=f"run-{key}", started_at=NOW, first_seq=log.next_seq())
+    thread.runs.append(run)
+    return run
+
+
+def text(delta: str) -> TextMessageContentEvent:
+    return TextMessageContentEvent(message_id="m1", delta=delta)
+
+
+def run_with_texts(thread: ThreadState, log: EventLog, key: str, *deltas: str) -> RunRecord:
+    run = open_run(thread, log, key)
+    for delta in deltas:
+        log.append(run, text(delta))
+    return run
+
+
+def deltas(events: list[SequencedEvent]) -> list[str]:
+    return [e.event.delta for e in events if isinstance(e.event, TextMessageContentEvent)]
+
+
+def seqs(events: list[SequencedEvent]) -> list[int]:
+    return [e.seq for e in events]
+
+
+# --- append ----------------------------------------------------------------------------
+
+
+def test_events_are_numbered_from_one_and_the_run_knows_its_last() -> None:
+    thread, log = new_log()
+    assert log.next_seq() == 1
+
+    run = run_with_texts(thread, log, "u1", "a", "b")
+
+    assert [item.seq for item in thread.events] == [1, 2]
+    assert {item.run_key for item in thread.events} == {"u1"}
+    assert (run.first_seq, run.last_seq) == (1, 2)
+    assert log.next_seq() == 3
+
+
+def test_an_event_without_a_timestamp_gets_the_clocks_and_one_with_keeps_its_own() -> None:
+    thread, log = new_log()
+    run = open_run(thread, log, "u1")
+    stamped = text("a")
+    stamped.timestamp = 42
+
+    log.append(run, text("b"))
+    log.append(run, stamped)
+
+    assert [item.event.timestamp for item in thread.events] == [
+        int(NOW.timestamp() * 1000),
+        42,
+    ]
+
+
+# --- events_of -------------------------------------------------------------------------
+
+
+def test_a_run_gets_its_own_events_only() -> None:
+    thread, log = new_log()
+    first = run_with_texts(thread, log, "u1", "a", "b")
+    second = run_with_texts(thread, log, "u2", "c", "d", "e")
+
+    assert deltas(log.events_of(first)) == ["a", "b"]
+    assert deltas(log.events_of(second)) == ["c", "d", "e"]
+    assert seqs(log.events_of(second)) == [3, 4, 5]
+
+
+def test_after_skips_the_events_up_to_that_seq() -> None:
+    thread, log = new_log()
+    run_with_texts(thread, log, "u1", "a", "b")
+    run = run_with_texts(thread, log, "u2", "c", "d", "e")
+
+    assert seqs(log.events_of(run, after=3)) == [4, 5]
+    assert seqs(log.events_of(run, after=1)) == [3, 4, 5]
+    assert log.events_of(run, after=5) == []
+    assert log.events_of(run, after=99) == []
+
+
+def test_a_run_without_events_yet_has_none() -> None:
+    thread, log = new_log()
+    assert log.events_of(open_run(thread, log, "u0")) == []
+
+    run_with_texts(thread, log, "u1", "a")
+    empty = open_run(thread, log, "u2")
+
+    assert log.events_of(empty) == []
+    assert log.events_of(empty, after=1) == []
+
+
+def test_a_run_in_progress_is_read_as_far_as_it_got() -> None:
+    thread, log = new_log()
+    run = run_with_texts(thread, log, "u1", "a")
+    seen = log.events_of(run)
+
+    log.append(run, text("b"))
+
+    assert deltas(seen) == ["a"]
+    assert deltas(log.events_of(run, after=seen[-1].seq)) == ["b"]
+
+
+# --- carried ---------------------------------------------------------------------------
+
+
+def test_a_continue_as_new_carries_the_last_runs_and_their_events_only() -> None:
+    thread, log = new_log()
+    thread.messages.append(UserMessage(id="m1", content="hi"))
+    dropped = run_with_texts(thread, log, "u1", "a", "b")
+    run_with_texts(thread, log, "u2", "c")
+    run_with_texts(thread, log, "u3", "d", "e")
+
+    carried = log.carried(2)
+
+    assert [run.key for run in carried.runs] == ["u2", "u3"]
+    assert seqs(carried.events) == [3, 4, 5]
+    assert carried.messages == thread.messages
+    assert [run.key for run in thread.runs] == ["u1", "u2", "u3"], "the thread is unchanged"
+    assert dropped.key not in {run.key for run in carried.runs}
+
+
+def test_a_carried_log_starting_at_a_later_seq_serves_its_runs_as_before() -> None:
+    thread, log = new_log()
+    run_with_texts(thread, log, "u1", "a", "b")
+    run_with_texts(thread, log, "u2", "c")
+    run_with_texts(thread, log, "u3", "d", "e")
+    carried = log.carried(2)
+    later = EventLog(carried, clock=lambda: NOW)
+    second, third = carried.runs
+
+    assert deltas(later.events_of(second)) == ["c"]
+    assert seqs(later.events_of(third)) == [4, 5]
+    assert seqs(later.events_of(third, after=4)) == [5]
+    assert seqs(later.events_of(second, after=0)) == [3]
+    assert later.next_seq() == 6
+
+
+def test_a_run_whose_events_are_no_longer_carried_has_none() -> None:
+    thread, log = new_log()
+    dropped = [
+        run_with_texts(thread, log, "u1", "a", "b"),
+        run_with_texts(thread, log, "u2", "c"),
+    ]
+    run_with_texts(thread, log, "u3", "d", "e", "f")
+    later = EventLog(log.carried(1), clock=lambda: NOW)
+
+    for run in dropped:
+        assert later.events_of(run) == []
+        assert later.events_of(run, after=1) == []
+
+
+def test_a_new_run_after_a_continue_as_new_numbers_on() -> None:
+    thread, log = new_log()
+    run_with_texts(thread, log, "u1", "a", "b")
+    carried = log.carried(1)
+    later = EventLog(carried, clock=lambda: NOW)
+
+    run = run_with_texts(carried, later, "u2", "c")
+
+    assert seqs(later.events_of(run)) == [3]
+
+
+# --- messages snapshots ----------------------------------------------------------------
+
+
+def test_a_messages_snapshot_is_logged_by_length_and_read_as_that_prefix() -> None:
+    thread, log = new_log()
+    thread.messages.append(UserMessage(id="m1", content="hi"))
+    run = open_run(thread, log, "u1")
+
+    log.append_messages_snapshot(run)
+    thread.messages.append(AssistantMessage(id="m2", content="hello"))
+    log.append_messages_snapshot(run)
+    thread.messages.append(UserMessage(id="m3", content="and?"))
+
+    logged = thread.events
+    assert [item.messages_upto for item in logged] == [1, 2]
+    assert all(
+        isinstance(item.event, MessagesSnapshotEvent) and item.event.messages == []
+        for item in logged
+    )
+    snapshots = [e.event for e in log.events_of(run) if isinstance(e.event, MessagesSnapshotEvent)]
+    assert [[m.id for m in event.messages] for event in snapshots] == [["m1"], ["m1", "m2"]]
+
+
+def test_reading_a_snapshot_leaves_the_log_without_messages() -> None:
+    thread, log = new_log()
+    thread.messages.append(UserMessage(id="m1", content="hi"))
+    run = open_run(thread, log, "u1")
+    log.append_messages_snapshot(run)
+
+    log.events_of(run)
+
+    event = thread.events[0].event
+    assert isinstance(event, MessagesSnapshotEvent) and event.messages == []
+
+
+# --- replay ----------------------------------------------------------------------------
+
+
+def test_a_replay_opens_and_closes_the_run_under_the_new_run_id() -> None:
+    thread, log = new_log()
+    run = open_run(thread, log, "u1")
+    events: list[Event] = [
+        RunStartedEvent(thread_id="t1", run_id="r1", protocol_version=PROTOCOL_VERSION),
+        text("a"),
+        RunFinishedEvent(thread_id="t1", run_id="r1"),
+    ]
+    for event in events:
+        log.append(run, event)
+
+    replayed = log.replay(run, "r2")
+
+    assert seqs(replayed) == seqs(log.events_of(run))
+    assert {e.run_key for e in replayed} == {"u1"}
+    started, content, finished = (e.event for e in replayed)
+    assert isinstance(started, RunStartedEvent) and started.run_id == "r2"
+    assert isinstance(finished, RunFinishedEvent) and finished.run_id == "r2"
+    assert isinstance(content, TextMessageContentEvent) and content.delta == "a"
+    kept = [e.event for e in log.events_of(run)]
+    assert isinstance(kept[0], RunStartedEvent) and kept[0].run_id == "r1", "the log keeps it"
+    assert isinstance(kept[-1], RunFinishedEvent) and kept[-1].run_id == "r1"

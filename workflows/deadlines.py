@@ -1,0 +1,147 @@
+"""The thread's durable timers: interrupts that expire and reminders before they do.
+
+Each deadline and each reminder is a Temporal timer, so it fires whether or not a client
+is connected. What an expiry does to the thread (close the interrupt, let the agent
+continue) is the thread's run lifecycle; this module only tells it when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from ag_ui.core import Interrupt
+
+    from activities.reminders import Reminders
+    from workflows.interrupts import parse_expiry
+    from workflows.models import Reminder, ReminderNotice, ThreadState
+
+REMINDER_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=10)
+)
+"""Backoff for an unreachable webhook; it stops at the interrupt's deadline."""
+
+OnExpired = Callable[[Interrupt], Awaitable[None]]
+"""What the thread does when an open interrupt's deadline passes."""
+
+
+class Deadlines:
+    """The timers of one thread's open interrupts and reminders, in one workflow run.
+
+    Args:
+        thread: The thread whose interrupts and reminders these are.
+        on_expired: Called once an interrupt's deadline passes with it still open; it
+            may have been answered by the time the thread gets to it.
+    """
+
+    def __init__(self, thread: ThreadState, on_expired: OnExpired) -> None:
+        self._thread = thread
+        self._on_expired = on_expired
+        self._armed: set[str] = set()
+        """Interrupts and reminders with a timer in this workflow run (see ``_arm_timer``)."""
+
+    def arm_carried(self) -> None:
+        """Arm the timers of what the thread carried into this workflow run.
+
+        Deadlines are absolute, so carried interrupts expire exactly when they would
+        have; a reminder in flight at the continue-as-new is sent again (same key).
+        """
+        for interrupt in self._thread.open_interrupts:
+            self.arm_expiry(interrupt)
+        for reminder in self._thread.reminders:
+            self.arm_reminder(reminder)
+
+    def arm_expiry(self, interrupt: Interrupt) -> None:
+        """Expire ``interrupt`` at its deadline, if it has one."""
+        if interrupt.expires_at is not None:
+            self._arm_timer(interrupt)
+
+    def arm_reminder(self, reminder: Reminder) -> None:
+        """Send ``reminder`` when it is due, unless its interrupt is answered first."""
+        self._arm_timer(reminder)
+
+    def _arm_timer(self, item: Interrupt | Reminder) -> None:
+        """Start the timer of an interrupt's deadline or of a reminder, once per workflow
+        run: a thread's first run may ask before ``run`` arms what the thread carries."""
+        key = _timer_key(item)
+        if key in self._armed:
+            return
+        self._armed.add(key)
+        if isinstance(item, Reminder):
+            asyncio.create_task(self._remind_when_due(item))
+        else:
+            asyncio.create_task(self._expire_when_due(item))
+
+    async def _expire_when_due(self, interrupt: Interrupt) -> None:
+        """Hand ``interrupt`` to ``on_expired`` at its deadline unless it is answered first."""
+        deadline = parse_expiry(interrupt)
+        assert deadline is not None
+        interrupt_id = interrupt.id
+
+        def is_open() -> bool:
+            return any(i.id == interrupt_id for i in self._thread.open_interrupts)
+
+        if await _holds_after_timer(deadline - workflow.now(), is_open, f"expiry {interrupt_id}"):
+            await self._on_expired(interrupt)
+
+    async def _remind_when_due(self, reminder: Reminder) -> None:
+        """Post a reminder of the open interrupt at ``reminder.at``.
+
+        Answering the interrupt cancels its reminders. Delivery retries with backoff
+        until the deadline; a reminder that never arrives is logged, and the thread goes
+        on exactly as if it had.
+        """
+        thread = self._thread
+
+        def pending() -> bool:
+            return reminder in thread.reminders
+
+        if not await _holds_after_timer(reminder.at - workflow.now(), pending, "reminder"):
+            return
+        interrupt = next(i for i in thread.asked if i.id == reminder.interrupt_id)
+        deadline = parse_expiry(interrupt)
+        assert interrupt.expires_at is not None and deadline is not None
+        try:
+            await workflow.execute_activity_method(
+                Reminders.send_reminder,
+                ReminderNotice(
+                    thread_id=thread.thread_id,
+                    agent=thread.agent,
+                    interrupt=interrupt,
+                    expires_at=interrupt.expires_at,
+                    remind_at=reminder.at,
+                ),
+                start_to_close_timeout=timedelta(minutes=1),
+                schedule_to_close_timeout=max(deadline - workflow.now(), timedelta(seconds=1)),
+                retry_policy=REMINDER_RETRY,
+                summary=f"reminder {interrupt.id}",
+            )
+        except ActivityError as error:
+            workflow.logger.warning("reminder of %s not delivered: %s", interrupt.id, error.cause)
+        finally:
+            if pending():
+                thread.reminders.remove(reminder)
+
+
+async def _holds_after_timer(delay: timedelta, holds: Callable[[], bool], summary: str) -> bool:
+    """Wait ``delay`` (a durable timer) while ``holds()``; whether it still holds."""
+    if delay > timedelta(0):
+        with contextlib.suppress(TimeoutError):
+            await workflow.wait_condition(
+                lambda: not holds(), timeout=delay, timeout_summary=summary
+            )
+    return holds()
+
+
+def _timer_key(item: Interrupt | Reminder) -> str:
+    """What makes a timer the same one again: the interrupt, or the reminder's moment."""
+    if isinstance(item, Reminder):
+        return f"reminder:{item.interrupt_id}:{item.at.isoformat()}"
+    return f"expiry:{item.id}"

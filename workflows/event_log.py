@@ -1,0 +1,96 @@
+"""The thread's event log: every run's AG-UI events, each with its sequence number.
+
+Runs never interleave (the thread serves one at a time), so a run's events are one slice
+of the log, from its ``first_seq`` to its ``last_seq``. Clients read that slice while the
+run is in progress and again later, by reconnecting or by repeating the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from ag_ui.core import Event, MessagesSnapshotEvent, RunFinishedEvent, RunStartedEvent
+
+    from workflows.models import LoggedEvent, RunRecord, SequencedEvent, ThreadState
+
+
+class EventLog:
+    """The events, runs and messages of one thread's ``ThreadState``, as a log.
+
+    It keeps no state of its own: everything is in the thread's state, which is what
+    continue-as-new carries.
+
+    Args:
+        thread: The thread whose log this is.
+        clock: Stamps events that come without a timestamp (``workflow.now`` in the
+            thread, so a replay stamps them the same).
+    """
+
+    def __init__(self, thread: ThreadState, clock: Callable[[], datetime]) -> None:
+        self._thread = thread
+        self._clock = clock
+
+    def next_seq(self) -> int:
+        """The sequence number the next event gets."""
+        events = self._thread.events
+        return events[-1].seq + 1 if events else 1
+
+    def append(self, run: RunRecord, event: Event, messages_upto: int | None = None) -> None:
+        """Append ``event`` to the log as the latest event of ``run``, the run in progress."""
+        if event.timestamp is None:
+            event.timestamp = int(self._clock().timestamp() * 1000)
+        seq = self.next_seq()
+        self._thread.events.append(
+            LoggedEvent(seq=seq, run_key=run.key, event=event, messages_upto=messages_upto)
+        )
+        run.last_seq = seq
+
+    def append_messages_snapshot(self, run: RunRecord) -> None:
+        """Append the whole conversation, logged by its length (see ``LoggedEvent``)."""
+        self.append(run, MessagesSnapshotEvent(messages=[]), len(self._thread.messages))
+
+    def events_of(self, run: RunRecord, after: int = 0) -> list[SequencedEvent]:
+        """The events of ``run`` with ``seq > after``, as clients see them.
+
+        Empty for a run without events yet, and for one whose events the thread no
+        longer carries (see ``carried``).
+        """
+        events = self._thread.events
+        if not events:
+            return []
+        base = events[0].seq
+        if run.last_seq < max(run.first_seq, base):
+            return []
+        start = max(run.first_seq, after + 1) - base
+        return [self.sequenced(item) for item in events[max(start, 0) : run.last_seq - base + 1]]
+
+    def sequenced(self, item: LoggedEvent) -> SequencedEvent:
+        """``item`` as clients see it: a messages snapshot gets its messages back."""
+        event = item.event
+        if item.messages_upto is not None:
+            messages = self._thread.messages[: item.messages_upto]
+            event = event.model_copy(update={"messages": messages})
+        return SequencedEvent(seq=item.seq, run_key=item.run_key, event=event)
+
+    def replay(self, run: RunRecord, run_id: str) -> list[SequencedEvent]:
+        """The events of ``run`` again, opened and closed under the replaying ``run_id``:
+        a client that repeats a run gets its events under the ``runId`` it sent."""
+        events = []
+        for item in self.events_of(run):
+            event = item.event
+            if isinstance(event, RunStartedEvent | RunFinishedEvent):
+                event = event.model_copy(update={"run_id": run_id})
+            events.append(item.model_copy(update={"event": event}))
+        return events
+
+    def carried(self, runs: int) -> ThreadState:
+        """The thread for the next workflow run: only its last ``runs`` runs, with their
+        events, so what continue-as-new carries stays bounded; the rest of it whole."""
+        kept = self._thread.runs[-runs:]
+        first_seq = kept[0].first_seq if kept else self.next_seq()
+        events = [item for item in self._thread.events if item.seq >= first_seq]
+        return self._thread.model_copy(update={"runs": kept, "events": events})
