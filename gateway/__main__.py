@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import sys
+
 import uvicorn
 
 import logs
 import tracing
 from gateway.app import create_app
+from gateway.auth import AuthConfigError
 from settings import Settings
 
 if __name__ == "__main__":
     settings = Settings()
     logs.configure(settings.log_format)
     tracing.configure("agui-gateway")
+    try:
+        app = create_app(settings)
+    except AuthConfigError as error:
+        sys.exit(f"gateway: {error}")
     # log_config=None: uvicorn's loggers go through the format configured above.
     uvicorn.run(
-        create_app(settings),
+        app,
         host=settings.gateway_host,
         port=settings.gateway_port,
         log_config=None,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from ag_ui.core import AgentCapabilities
 from fastapi import APIRouter
 
-from gateway.deps import AgentDep, AgentsDep
+from gateway.deps import AUTHENTICATED, AgentDep, AgentsDep
 from workflows.models import Model
 
-router = APIRouter()
+router = APIRouter(dependencies=AUTHENTICATED)
 
 
 class AgentSummary(Model):

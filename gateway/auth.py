@@ -54,6 +54,11 @@ class Principal:
     """A member of the admin group: may read and list every thread."""
 
 
+def may_read(principal: Principal, owner: str) -> bool:
+    """Whether ``principal`` may read a thread of ``owner``: its own, or any if admin."""
+    return principal.subject == owner or principal.admin
+
+
 def unauthenticated(message: str) -> ApiError:
     """The 401 answered to a request without a valid token."""
     return ApiError(
@@ -65,7 +70,7 @@ def unauthenticated(message: str) -> ApiError:
 
 
 class Authenticator:
-    """Turns a request's ``Authorization`` header into its :class:`Principal`.
+    """Turns a request's bearer token into its :class:`Principal`.
 
     Args:
         settings: Which way tokens are verified, and the claims that name groups.
@@ -105,19 +110,19 @@ class Authenticator:
             settings.auth_jwks_url or settings.auth_hs256_secret
         )
 
-    async def principal(self, authorization: str | None) -> Principal:
-        """The principal of a request with this ``Authorization`` header.
+    async def principal(self, token: str | None) -> Principal:
+        """The principal a request's bearer token names (``None``: it sent none).
 
         Raises:
-            ApiError: 401 ``UNAUTHENTICATED``: no token, or one that does not verify.
+            ApiError: 401 ``UNAUTHENTICATED``: no token, or one that does not verify;
+                503 ``AUTH_UNAVAILABLE``: the provider's keys cannot be fetched.
         """
         if self.anonymous:
             return Principal(ANONYMOUS, frozenset(), admin=False)
-        scheme, _, token = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        if not token:
             raise unauthenticated("This endpoint needs an 'Authorization: Bearer <JWT>' header.")
         try:
-            claims = await self._claims(token.strip())
+            claims = await self._claims(token)
         except jwt.ExpiredSignatureError as error:
             raise unauthenticated("The token has expired.") from error
         except jwt.InvalidTokenError as error:

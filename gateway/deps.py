@@ -1,14 +1,17 @@
 """What the routes depend on, as FastAPI dependencies: the Temporal client, the settings,
-the metrics and the agents served, which ``create_app`` sets on the app."""
+the metrics and the agents served, which ``create_app`` sets on the app, and the
+principal each request's bearer token names."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from temporalio.client import Client
 
+from gateway.auth import Authenticator, Principal
 from gateway.errors import ApiError, GatewayErrorCode
 from gateway.metrics import GatewayMetrics
 from settings import Settings
@@ -40,10 +43,28 @@ async def _agents(request: Request) -> Agents:
     return agents
 
 
+_bearer = HTTPBearer(
+    auto_error=False, description="A JWT of the configured issuer, or signed with the secret."
+)
+
+
+async def _principal(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> Principal:
+    auth: Authenticator = request.app.state.auth
+    return await auth.principal(credentials.credentials if credentials else None)
+
+
 ClientDep = Annotated[Client, Depends(_client)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
 MetricsDep = Annotated[GatewayMetrics, Depends(_metrics)]
 AgentsDep = Annotated[Agents, Depends(_agents)]
+PrincipalDep = Annotated[Principal, Depends(_principal)]
+"""Who sent the request; a 401 without a valid token. A router that depends on it (as
+every router but ``GET /healthz``'s does) has every route authenticated."""
+AUTHENTICATED = [Depends(_principal)]
+"""Router dependencies: every route of the router needs a valid token."""
 
 
 async def _agent(agent_id: str, agents: AgentsDep) -> AgentDefinition:

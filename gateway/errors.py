@@ -92,10 +92,16 @@ def temporal_unavailable(err: Exception) -> ApiError:
     return ApiError(503, GatewayErrorCode.TEMPORAL_UNAVAILABLE, f"Temporal is unavailable: {err}")
 
 
+def unknown_thread(thread_id: str) -> ApiError:
+    """The 404 for a thread that does not exist, or that the caller may not see: the
+    two are told apart by nothing."""
+    return ApiError(404, GatewayErrorCode.UNKNOWN_THREAD, f"No thread {thread_id!r}.")
+
+
 def thread_read_error(thread_id: str, err: Exception) -> ApiError:
     """A failed read of a thread: 404 when it does not exist, else Temporal is unavailable."""
     if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
-        return ApiError(404, GatewayErrorCode.UNKNOWN_THREAD, f"No thread {thread_id!r}.")
+        return unknown_thread(thread_id)
     return temporal_unavailable(err)
 
 

@@ -23,7 +23,7 @@ from datetime import datetime
 from ag_ui.core import Interrupt
 from temporalio.client import Client, WorkflowExecution
 
-from workflows import search_attributes
+from workflows import search_attributes, visibility
 from workflows.interrupts import parse_expiry
 from workflows.models import Model, ThreadStatus
 from workflows.thread import ThreadWorkflow
@@ -71,11 +71,13 @@ class InboxPage(Model):
 
 def thread_query(
     task_queue: str,
+    owner: str | None,
     agent: str | None = None,
     status: ThreadStatus | None = None,
     reason: str | None = None,
 ) -> str:
-    """The visibility query for live threads of ``task_queue`` matching the filters.
+    """The visibility query for live threads of ``task_queue`` matching the filters,
+    those of ``owner`` only unless it is ``None`` (an admin's listing).
 
     Raises:
         ValueError: A filter value that is not a plain name.
@@ -85,6 +87,9 @@ def thread_query(
         'ExecutionStatus = "Running"',
         f'TaskQueue = "{task_queue}"',
     ]
+    if owner is not None:
+        # owner_key is plain or a digest: nothing in it needs quoting.
+        clauses.append(f'{search_attributes.OWNER.name} = "{visibility.owner_key(owner)}"')
     for key, value in (
         (search_attributes.AGENT, agent),
         (search_attributes.THREAD_STATUS, status),

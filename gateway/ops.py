@@ -1,5 +1,6 @@
-"""What operators watch: ``GET /healthz`` for orchestrators, ``GET /metrics`` for
-Prometheus."""
+"""What operators watch: ``GET /healthz`` for orchestrators (the one route without a
+token), ``GET /metrics`` for Prometheus (with a bearer token, as its scrape config
+can send)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Literal
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from gateway.deps import ClientDep, MetricsDep, SettingsDep
+from gateway.deps import AUTHENTICATED, ClientDep, MetricsDep, SettingsDep
 from gateway.errors import TEMPORAL_ERRORS
 from workflows.models import Model
 
@@ -24,7 +25,7 @@ class Health(Model):
     """``ok``, or why the gateway cannot use Temporal."""
 
 
-@router.get("/metrics")
+@router.get("/metrics", dependencies=AUTHENTICATED)
 async def prometheus(metrics: MetricsDep) -> Response:
     """Prometheus metrics: the gateway's (``agui_gateway_*``) and, when the gateway
     made its own Temporal client, the SDK's (``temporal_*``)."""

@@ -15,8 +15,9 @@ from fastapi.responses import StreamingResponse
 from opentelemetry import trace
 from pydantic import ValidationError
 
+from gateway.auth import may_read
 from gateway.compat import DRAFT, encode_draft, normalise_draft_resume
-from gateway.deps import AgentDep, ClientDep, MetricsDep, SettingsDep
+from gateway.deps import AUTHENTICATED, AgentDep, ClientDep, MetricsDep, PrincipalDep, SettingsDep
 from gateway.errors import (
     RUN_FAILURES,
     TEMPORAL_ERRORS,
@@ -25,12 +26,13 @@ from gateway.errors import (
     run_error_from,
     temporal_unavailable,
     thread_read_error,
+    unknown_thread,
 )
 from gateway.streaming import RunStream, attach, find_run, start_run, thread_handle
 from workflows.models import SequencedEvent
 
 tracer = trace.get_tracer("agui.gateway")
-router = APIRouter()
+router = APIRouter(dependencies=AUTHENTICATED)
 
 Streamed = tuple[int | None, BaseEvent]
 """An event to send and its SSE ``id``: its ``seq`` in the thread's event log, or
@@ -65,6 +67,7 @@ RunInputDep = Annotated[RunAgentInput, Depends(_run_input)]
 async def run_agent(
     agent: AgentDep,
     run_input: RunInputDep,
+    principal: PrincipalDep,
     client: ClientDep,
     settings: SettingsDep,
     metrics: MetricsDep,
@@ -82,7 +85,7 @@ async def run_agent(
     # The trace's root: Temporal's interceptor continues it into the workflow.
     with tracer.start_as_current_span("AG-UI run", attributes=attributes):
         try:
-            stream = await start_run(client, settings, agent.name, run_input)
+            stream = await start_run(client, settings, agent.name, run_input, principal.subject)
         except TEMPORAL_ERRORS as err:
             raise temporal_unavailable(err) from err
     pages = metrics.observe_run(agent.name, run_input, _guarded(run_input, stream))
@@ -93,6 +96,7 @@ async def run_agent(
 async def run_events(
     thread_id: str,
     run_id: str,
+    principal: PrincipalDep,
     client: ClientDep,
     settings: SettingsDep,
     metrics: MetricsDep,
@@ -105,9 +109,12 @@ async def run_events(
     offset = _event_id(after if after is not None else last_event_id)
     thread = thread_handle(client, thread_id)
     try:
-        run = await find_run(thread, run_id)
+        found = await find_run(thread, run_id)
     except TEMPORAL_ERRORS as err:
         raise thread_read_error(thread_id, err) from err
+    if not may_read(principal, found.owner):
+        raise unknown_thread(thread_id)
+    run = found.run
     if run is None:
         raise ApiError(
             404, GatewayErrorCode.UNKNOWN_RUN, f"Thread {thread_id!r} has no run {run_id!r}."

@@ -35,9 +35,10 @@ from temporalio.common import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from settings import Settings
-from workflows import search_attributes
+from workflows import search_attributes, visibility
 from workflows.models import (
     EventsQuery,
+    RunLookup,
     RunRecord,
     RunReply,
     RunRequest,
@@ -48,14 +49,16 @@ from workflows.thread import ThreadWorkflow
 from workflows.thread_ids import workflow_id_for
 
 
-def run_key_for(run_input: RunAgentInput) -> str:
-    """The update id for a run: the same request sent twice is the same update.
+def run_key_for(run_input: RunAgentInput, principal: str) -> str:
+    """The update id for a run: the same request sent twice by the same principal is
+    the same update.
 
     Temporal answers a repeated update id with the first update's outcome, so a client
     retrying a run gets its events instead of a second execution. The digest tells apart
-    different requests that reuse a ``runId``.
+    different requests that reuse a ``runId``, and different senders of one request.
     """
-    canonical = json.dumps(run_input.model_dump(mode="json", by_alias=True), sort_keys=True)
+    sent = [principal, run_input.model_dump(mode="json", by_alias=True)]
+    canonical = json.dumps(sent, sort_keys=True)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:16]
     return f"{run_input.run_id}:{digest}"
 
@@ -101,8 +104,9 @@ def thread_handle(client: Client, thread_id: str) -> WorkflowHandle[ThreadWorkfl
     return client.get_workflow_handle(workflow_id_for(thread_id))
 
 
-async def find_run(thread: WorkflowHandle[ThreadWorkflow, None], run_id: str) -> RunRecord | None:
-    """The thread's latest run with AG-UI ``runId`` ``run_id`` (a resume may reuse one)."""
+async def find_run(thread: WorkflowHandle[ThreadWorkflow, None], run_id: str) -> RunLookup:
+    """The thread's owner and its latest run with AG-UI ``runId`` ``run_id`` (a resume
+    may reuse one)."""
     return await thread.query(ThreadWorkflow.run_record, run_id)
 
 
@@ -125,7 +129,7 @@ async def attach(
 
 
 async def start_run(
-    client: Client, settings: Settings, agent: str, run_input: RunAgentInput
+    client: Client, settings: Settings, agent: str, run_input: RunAgentInput, principal: str
 ) -> RunStream:
     """Hand a run to its thread's workflow, starting the workflow on the thread's first run.
 
@@ -134,14 +138,16 @@ async def start_run(
     (or it has ended), the run starts one with update-with-start. Returns once the
     workflow has received the run. A run the workflow rejects raises
     ``WorkflowUpdateFailedError`` (its cause carries the stable code) from
-    :meth:`RunStream.pages`, as Temporal reports rejections with the outcome.
+    :meth:`RunStream.pages`, as Temporal reports rejections with the outcome. A thread
+    started by the run belongs to ``principal``; on anyone else's thread the run is
+    rejected as if there were none.
 
     Raises:
         RPCError: Temporal could not be reached.
     """
     thread = thread_handle(client, run_input.thread_id)
-    request = RunRequest(agent=agent, input=run_input)
-    key = run_key_for(run_input)
+    request = RunRequest(agent=agent, input=run_input, principal=principal)
+    key = run_key_for(run_input, principal)
     try:
         update = await thread.start_update(
             ThreadWorkflow.run_agent,
@@ -156,14 +162,14 @@ async def start_run(
             ThreadWorkflow.run_agent,
             request,
             id=key,
-            start_workflow_operation=_start_thread(settings, agent, run_input.thread_id),
+            start_workflow_operation=_start_thread(settings, agent, run_input.thread_id, principal),
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
         )
     return RunStream(thread, update, settings.stream_poll_seconds)
 
 
 def _start_thread(
-    settings: Settings, agent: str, thread_id: str
+    settings: Settings, agent: str, thread_id: str, owner: str
 ) -> WithStartWorkflowOperation[ThreadWorkflow, None]:
     """How a run starts its thread's workflow when there is none."""
     return WithStartWorkflowOperation(
@@ -171,6 +177,7 @@ def _start_thread(
         ThreadStart(
             thread_id=thread_id,
             agent=agent,
+            owner=owner,
             continue_as_new_after_runs=settings.continue_as_new_after_runs,
         ),
         id=workflow_id_for(thread_id),
@@ -180,6 +187,7 @@ def _start_thread(
         search_attributes=TypedSearchAttributes(
             [
                 SearchAttributePair(search_attributes.AGENT, agent),
+                SearchAttributePair(search_attributes.OWNER, visibility.owner_key(owner)),
                 SearchAttributePair(search_attributes.THREAD_STATUS, "idle"),
             ]
         ),

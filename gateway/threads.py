@@ -9,13 +9,23 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from gateway.deps import Agents, AgentsDep, ClientDep, SettingsDep, no_agent_named
+from gateway.auth import Principal, may_read
+from gateway.deps import (
+    AUTHENTICATED,
+    Agents,
+    AgentsDep,
+    ClientDep,
+    PrincipalDep,
+    SettingsDep,
+    no_agent_named,
+)
 from gateway.errors import (
     TEMPORAL_ERRORS,
     ApiError,
     GatewayErrorCode,
     temporal_unavailable,
     thread_read_error,
+    unknown_thread,
 )
 from gateway.inbox import (
     InboxPage,
@@ -30,11 +40,12 @@ from settings import Settings
 from workflows.models import ThreadStatus, ThreadView
 from workflows.thread import ThreadWorkflow
 
-router = APIRouter()
+router = APIRouter(dependencies=AUTHENTICATED)
 
 
 @router.get("/threads")
 async def threads(
+    principal: PrincipalDep,
     client: ClientDep,
     settings: SettingsDep,
     agents: AgentsDep,
@@ -43,8 +54,9 @@ async def threads(
     page_size: Annotated[int, Query(alias="pageSize", ge=1, le=1000)] = 100,
     page_token: Annotated[str | None, Query(alias="pageToken")] = None,
 ) -> ThreadPage:
-    """Threads served by this gateway's task queue, with their status."""
-    query = _visibility_query(settings, agents, agent=agent, status=status)
+    """The caller's threads (an admin's: every thread) on this gateway's task queue,
+    with their status."""
+    query = _visibility_query(settings, agents, principal, agent=agent, status=status)
     with _listing_errors():
         return await list_threads(client, query, page_size, page_token)
 
@@ -53,6 +65,7 @@ async def threads(
 # has always answered.
 @router.get("/interrupts", response_model_exclude_none=True)
 async def interrupts(
+    principal: PrincipalDep,
     client: ClientDep,
     settings: SettingsDep,
     agents: AgentsDep,
@@ -61,24 +74,31 @@ async def interrupts(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query()] = None,
 ) -> InboxPage:
-    """Open interrupts across threads, soonest deadline first: an approval inbox."""
-    query = _visibility_query(settings, agents, agent=agent, status="waiting", reason=reason)
+    """Open interrupts across the caller's threads (an admin's: every thread), soonest
+    deadline first: an approval inbox."""
+    query = _visibility_query(
+        settings, agents, principal, agent=agent, status="waiting", reason=reason
+    )
     with _listing_errors():
         return await list_interrupts(client, query, reason, limit, cursor)
 
 
 @router.get("/threads/{thread_id}")
-async def thread(thread_id: str, client: ClientDep) -> ThreadView:
-    """The thread's messages, state and runs."""
+async def thread(thread_id: str, principal: PrincipalDep, client: ClientDep) -> ThreadView:
+    """The thread's messages, state and runs, for its owner (and admins)."""
     try:
-        return await thread_handle(client, thread_id).query(ThreadWorkflow.view)
+        view = await thread_handle(client, thread_id).query(ThreadWorkflow.view)
     except TEMPORAL_ERRORS as err:
         raise thread_read_error(thread_id, err) from err
+    if not may_read(principal, view.owner):
+        raise unknown_thread(thread_id)
+    return view
 
 
 def _visibility_query(
     settings: Settings,
     agents: Agents,
+    principal: Principal,
     agent: str | None = None,
     status: ThreadStatus | None = None,
     reason: str | None = None,
@@ -87,7 +107,8 @@ def _visibility_query(
     if agent is not None and agent not in agents:
         raise ApiError(422, GatewayErrorCode.INVALID_FILTER, no_agent_named(agent, agents))
     try:
-        return thread_query(settings.task_queue, agent=agent, status=status, reason=reason)
+        owner = None if principal.admin else principal.subject
+        return thread_query(settings.task_queue, owner, agent=agent, status=status, reason=reason)
     except ValueError as err:
         raise ApiError(422, GatewayErrorCode.INVALID_FILTER, str(err)) from err
 

@@ -15,6 +15,8 @@ from temporalio.exceptions import ApplicationError
 class ErrorCode(StrEnum):
     """Why a run was rejected or failed."""
 
+    UNKNOWN_THREAD = "UNKNOWN_THREAD"
+    """No such thread, as far as the caller may know: it belongs to someone else."""
     THREAD_MISMATCH = "THREAD_MISMATCH"
     """The input's ``threadId`` is not the thread the request was routed to."""
     AGENT_MISMATCH = "AGENT_MISMATCH"

@@ -39,6 +39,9 @@ class RunRecord(Model):
     """Sequence number of the run's first event."""
     last_seq: int = 0
     """Sequence number of the run's last event so far."""
+    sent_by: str | None = None
+    """Who sent it: the principal of a client's run, the operator of an operator's;
+    ``None`` for a run the thread started itself (an expiry)."""
 
 
 class SequencedEvent(Model):
@@ -151,6 +154,8 @@ class ThreadState(Model):
 
     thread_id: str
     agent: str
+    owner: str
+    """The principal whose run started the thread: the only one who may run on it."""
     messages: list[Message] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict)
     asked: list[Interrupt] = Field(default_factory=list)
@@ -185,6 +190,8 @@ class ThreadStart(Model):
 
     thread_id: str
     agent: str
+    owner: str
+    """The principal starting the thread (see ``ThreadState.owner``)."""
     continue_as_new_after_runs: int
     """Runs one workflow run serves before the thread continues as new (the gateway
     sets it from ``AGUI_CONTINUE_AS_NEW_AFTER_RUNS`` at the thread's first run)."""
@@ -197,6 +204,8 @@ class RunRequest(Model):
 
     agent: str
     input: RunAgentInput
+    principal: str
+    """Who sends it, as the gateway authenticated them: only the thread's owner may."""
 
 
 class RunReply(Model):
@@ -204,6 +213,14 @@ class RunReply(Model):
 
     run_key: str
     events: list[SequencedEvent]
+
+
+class RunLookup(Model):
+    """What the ``run_record`` query finds: the thread's owner, whom the gateway checks
+    the reader against, and the latest run with the asked ``runId``."""
+
+    owner: str
+    run: RunRecord | None
 
 
 class EventsQuery(Model):
@@ -226,6 +243,7 @@ class ThreadView(Model):
 
     thread_id: str
     agent: str
+    owner: str
     status: ThreadStatus
     messages: list[Message]
     state: dict[str, Any]

@@ -16,6 +16,8 @@ from __future__ import annotations
 from temporalio.common import SearchAttributeKey
 
 AGENT = SearchAttributeKey.for_keyword("AguiAgent")
+OWNER = SearchAttributeKey.for_keyword("AguiOwner")
+"""The principal the thread belongs to: listings show each caller their own."""
 THREAD_STATUS = SearchAttributeKey.for_keyword("AguiThreadStatus")
 """``running``, ``waiting`` (on interrupts) or ``idle``."""
 LAST_ACTIVITY = SearchAttributeKey.for_datetime("AguiLastActivity")
@@ -27,4 +29,4 @@ INTERRUPT_REASONS = SearchAttributeKey.for_keyword_list("AguiInterruptReasons")
 NEXT_EXPIRY = SearchAttributeKey.for_datetime("AguiNextExpiry")
 """The earliest ``expiresAt`` of the open interrupts; unset when none expires."""
 
-ALL = (AGENT, THREAD_STATUS, LAST_ACTIVITY, INTERRUPT_IDS, INTERRUPT_REASONS, NEXT_EXPIRY)
+ALL = (AGENT, OWNER, THREAD_STATUS, LAST_ACTIVITY, INTERRUPT_IDS, INTERRUPT_REASONS, NEXT_EXPIRY)

@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         ModelDelta,
         OperatorResult,
         OperatorResume,
+        RunLookup,
         RunRecord,
         RunReply,
         RunRequest,
@@ -92,13 +93,15 @@ class ThreadWorkflow:
         events(EventsQuery) -> EventPage: a run's events after an offset, which the
             gateway streams while the update is in flight.
         view() -> ThreadView: the thread as ``GET /threads/{thread_id}`` shows it.
-        run_record(str) -> RunRecord | None: the latest run with a ``runId``, which the
-            gateway reconnects a client to.
+        run_record(str) -> RunLookup: the owner and the latest run with a ``runId``,
+            which the gateway reconnects a client to.
     """
 
     @workflow.init
     def __init__(self, start: ThreadStart) -> None:
-        self._thread = start.state or ThreadState(thread_id=start.thread_id, agent=start.agent)
+        self._thread = start.state or ThreadState(
+            thread_id=start.thread_id, agent=start.agent, owner=start.owner
+        )
         self._log = EventLog(self._thread, clock=workflow.now)
         self._deadlines = Deadlines(self._thread, on_expired=self._serve_expiry)
         self._message_ids = {message.id for message in self._thread.messages}
@@ -131,6 +134,7 @@ class ThreadWorkflow:
             ThreadStart(
                 thread_id=start.thread_id,
                 agent=start.agent,
+                owner=start.owner,
                 continue_as_new_after_runs=start.continue_as_new_after_runs,
                 state=self._log.carried(RUNS_CARRIED),
             ),
@@ -192,9 +196,11 @@ class ThreadWorkflow:
         return thread_view(self._thread, self._run)
 
     @workflow.query
-    def run_record(self, run_id: str) -> RunRecord | None:
-        """The latest run with AG-UI ``runId`` ``run_id`` (a resume may reuse one), if any."""
-        return next((run for run in reversed(self._thread.runs) if run.run_id == run_id), None)
+    def run_record(self, run_id: str) -> RunLookup:
+        """The thread's owner, and the latest run with AG-UI ``runId`` ``run_id`` (a
+        resume may reuse one), if any."""
+        run = next((run for run in reversed(self._thread.runs) if run.run_id == run_id), None)
+        return RunLookup(owner=self._thread.owner, run=run)
 
     @workflow.update(name="operator_resume")
     async def operator_resume(self, request: OperatorResume) -> OperatorResult:
@@ -231,7 +237,7 @@ class ThreadWorkflow:
                 return OperatorResult(run_id=run_id, outcome="repeated")
             run_id = f"operator-{workflow.uuid4()}"
             self._record_audit(request, "applied", run_id=run_id)
-            run = self._start_run(run_id, run_id, None)
+            run = self._start_run(run_id, run_id, None, sent_by=request.operator)
             await self._serve_run(run, self._unrequested_input(run), resume=request.resume)
             return OperatorResult(run_id=run_id, outcome="applied")
 
@@ -284,6 +290,9 @@ class ThreadWorkflow:
     def _check_run(self, request: RunRequest) -> None:
         """Reject a run this thread must not execute; changes nothing."""
         run_input = request.input
+        if request.principal != self._thread.owner:
+            # Anyone but the owner is told what they would be told of no thread at all.
+            raise rejection(ErrorCode.UNKNOWN_THREAD, f"No thread {run_input.thread_id!r}.")
         if run_input.thread_id != self._thread.thread_id:
             raise rejection(
                 ErrorCode.THREAD_MISMATCH,
@@ -484,16 +493,27 @@ class ThreadWorkflow:
             self.add_message(message)
         if request.input.state:
             self._thread.state.update(request.input.state)
-        return self._start_run(update.id, request.input.run_id, request.input.parent_run_id)
+        return self._start_run(
+            update.id,
+            request.input.run_id,
+            request.input.parent_run_id,
+            sent_by=request.principal,
+        )
 
     def _open_expiry_run(self) -> RunRecord:
         """A run no client asked for: the agent continuing after an interrupt expired."""
         run_id = f"expiry-{workflow.uuid4()}"
         return self._start_run(run_id, run_id, None)
 
-    def _start_run(self, key: str, run_id: str, parent_run_id: str | None) -> RunRecord:
+    def _start_run(
+        self, key: str, run_id: str, parent_run_id: str | None, sent_by: str | None = None
+    ) -> RunRecord:
         run = RunRecord(
-            key=key, run_id=run_id, started_at=workflow.now(), first_seq=self._log.next_seq()
+            key=key,
+            run_id=run_id,
+            started_at=workflow.now(),
+            first_seq=self._log.next_seq(),
+            sent_by=sent_by,
         )
         self._thread.runs.append(run)
         self._runs[key] = run
@@ -568,6 +588,7 @@ class ThreadWorkflow:
         settled = self._run is None
         return visibility.attributes(
             self._thread.agent,
+            self._thread.owner,
             thread_status(self._thread, self._run),
             workflow.now(),
             self._thread.open_interrupts if settled else None,

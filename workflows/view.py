@@ -35,6 +35,7 @@ def thread_view(thread: ThreadState, run_in_progress: RunRecord | None) -> Threa
     return ThreadView(
         thread_id=thread.thread_id,
         agent=thread.agent,
+        owner=thread.owner,
         status=thread_status(thread, run_in_progress),
         messages=thread.messages,
         state=thread.state,

@@ -8,6 +8,8 @@ the first run's values).
 
 from __future__ import annotations
 
+import hashlib
+import re
 from datetime import datetime
 from typing import Any
 
@@ -21,17 +23,34 @@ with workflow.unsafe.imports_passed_through():
     from workflows.interrupts import parse_expiry
     from workflows.models import ThreadStatus
 
+PLAIN_OWNER = re.compile(r"[\w.@|:+\-]{1,200}")
+"""Subjects stored as they are: what OIDC providers issue (UUIDs, ``auth0|…``, emails)."""
+
 INTERRUPTS_MEMO = "interrupts"
 """Memo key of the open interrupts (AG-UI JSON), which visibility lists return."""
 
 
+def owner_key(subject: str) -> str:
+    """The thread owner as its search attribute holds it: the subject itself when it is
+    plain, so operators can filter by it; otherwise its digest. Either way a listing's
+    query can name it without quoting anything a client chose."""
+    if PLAIN_OWNER.fullmatch(subject):
+        return subject
+    return "sha256:" + hashlib.sha256(subject.encode()).hexdigest()
+
+
 def attributes(
-    agent: str, status: ThreadStatus, at: datetime, waiting_on: list[Interrupt] | None
+    agent: str,
+    owner: str,
+    status: ThreadStatus,
+    at: datetime,
+    waiting_on: list[Interrupt] | None,
 ) -> list[SearchAttributePair[Any]]:
     """The thread's search attributes.
 
     Args:
         agent: The thread's agent.
+        owner: The principal it belongs to.
         status: ``running``, ``waiting`` or ``idle``.
         at: When the thread last changed (``AguiLastActivity``).
         waiting_on: The open interrupts; ``None`` while a run is in progress, when what
@@ -39,6 +58,7 @@ def attributes(
     """
     pairs: list[SearchAttributePair[Any]] = [
         SearchAttributePair(search_attributes.AGENT, agent),
+        SearchAttributePair(search_attributes.OWNER, owner_key(owner)),
         SearchAttributePair(search_attributes.THREAD_STATUS, status),
         SearchAttributePair(search_attributes.LAST_ACTIVITY, at),
     ]
@@ -75,8 +95,8 @@ def memo(waiting_on: list[Interrupt]) -> dict[str, Any]:
 
 
 def cleared() -> list[SearchAttributeUpdate[Any]]:
-    """Upserts that leave a workflow run nothing to be found by but its agent and last
-    activity: for a run that hands the thread on to the next by continue-as-new."""
+    """Upserts that leave a workflow run nothing to be found by but its agent, owner and
+    last activity: for a run that hands the thread on to the next by continue-as-new."""
     return [
         key.value_unset()
         for key in (
