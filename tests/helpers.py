@@ -8,8 +8,8 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from gateway.app import create_app
 from gateway.streaming import thread_handle, workflow_id_for
 from settings import Settings
 from worker import build_worker, ensure_search_attributes
-from workflows.agents import AGENTS
+from workflows.agents import EXAMPLES
 from workflows.sdk.agent import AgentDefinition
 
 TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
@@ -136,10 +136,13 @@ class Stack:
 
 
 @asynccontextmanager
-async def serve_gateway(settings: Settings, client: Client | None) -> AsyncIterator[str]:
-    """The gateway under uvicorn on a free loopback port; yields its base URL."""
+async def serve_gateway(
+    settings: Settings, client: Client | None, agents: Sequence[AgentDefinition] = EXAMPLES
+) -> AsyncIterator[str]:
+    """The gateway, serving ``agents``, under uvicorn on a free loopback port; yields its
+    base URL."""
     config = uvicorn.Config(
-        create_app(settings, client=client), host="127.0.0.1", port=0, log_level="warning"
+        create_app(agents, settings, client), host="127.0.0.1", port=0, log_level="warning"
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -160,31 +163,38 @@ async def serve_gateway(settings: Settings, client: Client | None) -> AsyncItera
 
 @asynccontextmanager
 async def serve_stack(
-    client: Client | None, task_queue: str | None = None, **settings_fields: Any
+    client: Client | None,
+    task_queue: str | None = None,
+    *,
+    agents: Sequence[AgentDefinition] = EXAMPLES,
+    **settings_fields: Any,
 ) -> AsyncIterator[Stack]:
     """A worker and a gateway on ``client``'s server (a gateway alone without a client).
 
     Args:
         client: The server's client; ``None`` makes the gateway connect by itself.
         task_queue: Defaults to a fresh one, so tests sharing a server stay apart.
+        agents: What both serve; by default the examples.
         settings_fields: Other :class:`Settings` fields for both.
     """
     task_queue = task_queue or f"tq-{uuid.uuid4()}"
     settings = Settings(task_queue=task_queue, **settings_fields)
     async with (
-        _worker(client, settings),
-        serve_gateway(settings, client) as url,
+        _worker(client, settings, agents),
+        serve_gateway(settings, client, agents) as url,
         httpx.AsyncClient(base_url=url, timeout=30) as http,
     ):
         yield Stack(client=client, task_queue=task_queue, http=http)
 
 
 @asynccontextmanager
-async def _worker(client: Client | None, settings: Settings) -> AsyncIterator[None]:
+async def _worker(
+    client: Client | None, settings: Settings, agents: Sequence[AgentDefinition]
+) -> AsyncIterator[None]:
     if client is None:
         yield
         return
-    async with build_worker(client, settings):
+    async with build_worker(client, settings, agents):
         yield
 
 
@@ -277,16 +287,3 @@ def assert_intact(log: list[SseEvent]) -> None:
 def types(events: list[dict[str, Any]]) -> list[str]:
     """The events' ``type`` fields, in order."""
     return [event["type"] for event in events]
-
-
-@contextmanager
-def registered(*agents: AgentDefinition) -> Iterator[None]:
-    """Serve ``agents`` beside the engine's own while the block runs: a worker or gateway
-    built inside it serves them (the registry is read when they are built)."""
-    for agent in agents:
-        AGENTS[agent.name] = agent
-    try:
-        yield
-    finally:
-        for agent in agents:
-            del AGENTS[agent.name]

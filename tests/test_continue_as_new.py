@@ -22,6 +22,7 @@ from tests.helpers import (
     types,
 )
 from worker import build_worker
+from workflows.agents import EXAMPLES
 from workflows.errors import ErrorCode
 from workflows.models import RunReply, RunRequest, ThreadStart
 from workflows.thread import RUNS_CARRIED, ThreadWorkflow
@@ -117,7 +118,7 @@ async def test_a_thread_of_500_interrupt_cycles_continues_as_new_within_bounds(
 ) -> None:
     settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
     thread_id = new_thread()
-    async with build_worker(client, settings):
+    async with build_worker(client, settings, EXAMPLES):
         thread = await client.start_workflow(
             ThreadWorkflow.run,
             ThreadStart(thread_id=thread_id, agent="demo", continue_as_new_after_runs=LONG_LIVED),

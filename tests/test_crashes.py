@@ -37,6 +37,8 @@ from tests.helpers import (
 from tests.processes import ROOT, DevServer, Gateway, engine
 from tests.receiver import Receiver
 from worker import WORKFLOWS, activities, ensure_search_attributes
+from workflows import served
+from workflows.agents import EXAMPLES
 
 FILING = {"quarter": "Q2", "year": 2026, "revenue": 7}
 
@@ -133,7 +135,9 @@ async def test_a_gateway_killed_mid_stream_another_gateway_serves_the_rest(
         second_gateway = await stack.start_gateway()
         settings = Settings(task_queue=stack.task_queue)
         thread_id = new_thread()
-        # Workflow tasks only: the run starts, then waits for its model activity.
+        # Workflow tasks only: the run starts, then waits for its model activity. Its
+        # threads find their agents as build_worker's do.
+        served.serve(stack.task_queue, EXAMPLES)
         async with Worker(client, task_queue=stack.task_queue, workflows=WORKFLOWS):
             body = run_input(thread_id, "r1", "hello")
             async with first_gateway.http.stream("POST", "/agents/demo", json=body) as response:
@@ -149,7 +153,7 @@ async def test_a_gateway_killed_mid_stream_another_gateway_serves_the_rest(
             async with second_gateway.http.stream("GET", url, headers=headers) as response:
                 rest = sse_messages(response)
                 async with Worker(
-                    client, task_queue=stack.task_queue, activities=activities(settings)
+                    client, task_queue=stack.task_queue, activities=activities(settings, EXAMPLES)
                 ):
                     received = [first, *[message async for message in rest]]
 

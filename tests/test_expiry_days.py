@@ -11,6 +11,7 @@ from temporalio.testing import WorkflowEnvironment
 from settings import Settings
 from tests.helpers import LONG_LIVED, run_input
 from worker import build_worker
+from workflows.agents import EXAMPLES
 from workflows.models import RunRequest, ThreadStart
 from workflows.thread import ThreadWorkflow
 
@@ -26,7 +27,7 @@ async def test_an_interrupt_expires_exactly_at_its_deadline(
     opened the interrupt, so the timer that fires is one the new workflow run set."""
     settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
     thread_id = f"thread-{uuid.uuid4()}"
-    async with build_worker(skipping.client, settings):
+    async with build_worker(skipping.client, settings, EXAMPLES):
         handle = await skipping.client.start_workflow(
             ThreadWorkflow.run,
             ThreadStart(

@@ -23,6 +23,8 @@ from tests.helpers import (
     sse_messages,
 )
 from worker import WORKFLOWS, activities
+from workflows import served
+from workflows.agents import EXAMPLES
 
 
 async def get_events(
@@ -90,6 +92,8 @@ async def test_a_client_attaches_to_a_run_in_flight_and_gets_its_live_rest(
     settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
     thread_id = new_thread()
     # A worker for workflow tasks only: the run starts, then waits on its model activity.
+    # Its threads find their agents as build_worker's do.
+    served.serve(settings.task_queue, EXAMPLES)
     async with (
         Worker(client, task_queue=settings.task_queue, workflows=WORKFLOWS),
         serve_gateway(settings, client) as url,
@@ -111,7 +115,7 @@ async def test_a_client_attaches_to_a_run_in_flight_and_gets_its_live_rest(
             assert first[1]["type"] == "RUN_STARTED"
             # Only now can the run finish: activities get a worker.
             async with Worker(
-                client, task_queue=settings.task_queue, activities=activities(settings)
+                client, task_queue=settings.task_queue, activities=activities(settings, EXAMPLES)
             ):
                 attached = [first, *[message async for message in messages]]
                 original = await posted

@@ -18,6 +18,7 @@ from settings import Settings
 from tests.helpers import LONG_LIVED, free_port, run_input
 from tests.receiver import Receiver
 from worker import build_worker
+from workflows.agents import EXAMPLES
 from workflows.models import CONTINUE_AS_NEW_AFTER_RUNS, RunRequest, ThreadStart
 from workflows.thread import ThreadWorkflow
 
@@ -76,7 +77,7 @@ async def test_the_agents_reminder_arrives_a_day_before_the_deadline(
     skipping: WorkflowEnvironment, receiver: Receiver, continue_after: int
 ) -> None:
     settings = _settings(receiver.url)
-    async with build_worker(skipping.client, settings):
+    async with build_worker(skipping.client, settings, EXAMPLES):
         handle, form = await _ask_form(skipping, settings, continue_after)
 
         await skipping.sleep(FORM_LIFETIME - timedelta(days=1) - MINUTE)
@@ -110,7 +111,7 @@ async def test_an_interrupts_own_reminders_replace_the_agents_and_stop_once_answ
     skipping: WorkflowEnvironment, receiver: Receiver
 ) -> None:
     settings = _settings(receiver.url)
-    async with build_worker(skipping.client, settings):
+    async with build_worker(skipping.client, settings, EXAMPLES):
         handle, form = await _ask_form(skipping, settings, remindBeforeSeconds=[7200, 3600])
 
         await skipping.sleep(FORM_LIFETIME - timedelta(hours=2) + MINUTE)
@@ -131,7 +132,7 @@ async def test_a_failing_webhook_is_retried_with_the_same_key(
 ) -> None:
     receiver.fail_next(3)
     settings = _settings(receiver.url)
-    async with build_worker(skipping.client, settings):
+    async with build_worker(skipping.client, settings, EXAMPLES):
         handle, form = await _ask_form(skipping, settings)
         await skipping.sleep(FORM_LIFETIME - timedelta(days=1) + MINUTE)
         # Three 503s, then the retry that is accepted: four attempts, one reminder.
@@ -148,7 +149,7 @@ async def test_a_webhook_that_never_answers_changes_nothing_on_the_thread(
     receiver.fail_next(10**9)
     url = receiver.url if webhook == "failing" else f"http://127.0.0.1:{free_port()}/hook"
     settings = _settings(url)
-    async with build_worker(skipping.client, settings):
+    async with build_worker(skipping.client, settings, EXAMPLES):
         handle, form = await _ask_form(skipping, settings)
         await skipping.sleep(FORM_LIFETIME + MINUTE)
         view = await handle.query(ThreadWorkflow.view)

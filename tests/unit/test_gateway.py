@@ -17,8 +17,11 @@ from temporalio.client import Client
 
 from gateway.app import create_app
 from gateway.deps import _client as client_dependency
-from workflows.agents import AGENTS
+from workflows.agents import EXAMPLES
+from workflows.served import by_name
 
+AGENTS = by_name(EXAMPLES)
+"""The agents the gateway under test serves, by name."""
 RUN_INPUT: dict[str, Any] = {"threadId": "t1", "runId": "r1", "messages": []}
 EVENTS = "/threads/t1/runs/r1/events"
 
@@ -48,7 +51,7 @@ def http() -> Iterator[TestClient]:
     async def client() -> Client:
         return no_temporal
 
-    app = create_app(client=no_temporal)
+    app = create_app(EXAMPLES, client=no_temporal)
     app.dependency_overrides[client_dependency] = client
     with TestClient(app) as test_client:
         yield test_client
