@@ -1,4 +1,5 @@
-"""Run the engine's Temporal worker: the thread workflow and every activity.
+"""Run the engine's Temporal worker: the thread workflow, serving the example agents
+(``workflows.agents.EXAMPLES``), and their activities.
 
 ``python worker.py`` connects with the environment's Temporal settings (see
 ``settings.py``), registers the engine's search attributes if the namespace lacks them,
@@ -11,7 +12,7 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -22,15 +23,17 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
-from temporalio.worker import Worker
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 import logs
 import tracing
 from activities.reminders import Reminders
 from settings import Settings, connect, telemetry_runtime
-from workflows import search_attributes
-from workflows.agents import AGENTS
+from workflows import search_attributes, served
+from workflows.agents import EXAMPLES
+from workflows.sdk import AgentDefinition
 from workflows.thread import ThreadWorkflow
 
 WORKFLOWS: Sequence[type] = [ThreadWorkflow]
@@ -67,23 +70,25 @@ async def register_search_attributes(
     )
 
 
-def activities(settings: Settings) -> list[Callable[..., Any]]:
-    """The engine's activities, with the endpoints ``settings`` configure."""
+def activities(settings: Settings, agents: Iterable[AgentDefinition]) -> list[Callable[..., Any]]:
+    """The activities of ``agents`` and the engine's own, with the endpoints ``settings``
+    configure."""
+    named = served.by_name(agents)
+    _check_model_names(named)
     timeout = settings.webhook_timeout_seconds
-    _check_model_names()
     # An activity shared by agents (one tool, two agents) is registered once.
-    served = dict.fromkeys(fn for agent in AGENTS.values() for fn in agent.activities())
+    unique = dict.fromkeys(fn for agent in named.values() for fn in agent.activities())
     return [
-        *served,
+        *unique,
         Reminders(settings.reminder_webhook_url, timeout).send_reminder,
     ]
 
 
-def _check_model_names() -> None:
+def _check_model_names(agents: Mapping[str, AgentDefinition]) -> None:
     """Refuse to start with two different models of one name: both would be the activity
     ``model:<name>``, and one agent would silently be answered by the other's model."""
     by_name: dict[str, tuple[str, object]] = {}
-    for agent in AGENTS.values():
+    for agent in agents.values():
         model = agent.model
         first = by_name.setdefault(model.name, (agent.name, model))
         if first[1] is not model:
@@ -105,15 +110,48 @@ sandbox's restrictions still guard that code where it matters most, in the repla
 non-deterministic call (``datetime.now()``, ``random``) the recorded paths make."""
 
 
-def build_worker(client: Client, settings: Settings) -> Worker:
-    """The worker for the configured task queue with the engine's workflows and activities."""
-    return Worker(
+def build_worker(client: Client, settings: Settings, agents: Iterable[AgentDefinition]) -> Worker:
+    """The worker for the configured task queue: the thread workflow, serving ``agents``,
+    and their activities.
+
+    Args:
+        client: The connected client to poll with.
+        settings: The task queue and the activities' endpoints.
+        agents: The agents its threads run. They replace any agents an earlier worker of
+            this process served on the task queue (``workflows/served.py``); the gateway
+            routing to this task queue must serve the same (``create_app``).
+
+    Raises:
+        ValueError: Two agents share a name, or two models do.
+    """
+    agents = tuple(agents)
+    worker = Worker(
         client,
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
         workflow_runner=WORKFLOW_RUNNER,
-        activities=activities(settings),
+        activities=activities(settings, agents),
         graceful_shutdown_timeout=timedelta(seconds=settings.worker_shutdown_seconds),
+    )
+    served.serve(settings.task_queue, agents)
+    return worker
+
+
+REPLAY_BUILD_ID = "agui-replay"
+"""The build id of :func:`build_replayer`'s replayer, which names its task queue."""
+
+
+def build_replayer(agents: Iterable[AgentDefinition]) -> Replayer:
+    """A replayer of recorded threads whose agents are among ``agents``, which checks that
+    the current code replays them (``tests/test_replay.py``).
+
+    It runs the thread workflow in the default sandbox, whose restrictions reject a
+    non-deterministic call, on task queue ``replay-<build id>`` (as ``Replayer`` names
+    it), where it serves ``agents``.
+    """
+    served.serve(f"replay-{REPLAY_BUILD_ID}", agents)
+    return Replayer(
+        workflows=WORKFLOWS, data_converter=pydantic_data_converter, build_id=REPLAY_BUILD_ID
     )
 
 
@@ -124,7 +162,7 @@ async def main() -> None:
     tracing.configure("agui-worker")
     client = await connect(runtime=telemetry_runtime(settings.metrics_bind_address))
     await ensure_search_attributes(client)
-    worker = build_worker(client, settings)
+    worker = build_worker(client, settings, EXAMPLES)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -28,6 +28,7 @@ from bench.stats import Summary
 from bench.streams import measure_streams
 from bench.tokens import measure_tokens, token_agent
 from tests.chat_server import ChatServer
+from workflows.agents import EXAMPLES
 
 DEADLINE_SECONDS = 600.0
 """A hung server or worker must not hang the bench: give up well past a normal run."""
@@ -80,7 +81,7 @@ QUICK = Counts(
 
 async def bench(counts: Counts) -> Results:
     """Run every measurement on one freshly started stack."""
-    with token_agent() as model_server:
+    with ChatServer().serving() as model_server:
         return await _bench(counts, model_server)
 
 
@@ -120,9 +121,10 @@ async def _alternating(
 
 async def _bench(counts: Counts, model_server: ChatServer) -> Results:
     async with (
-        running_stack() as stack,
+        running_stack((*EXAMPLES, token_agent(model_server))) as stack,
         httpx.AsyncClient(
             base_url=stack.base_url,
+            headers=stack.headers,
             timeout=30,
             limits=httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS),
         ) as http,

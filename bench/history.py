@@ -1,15 +1,18 @@
-"""What runs cost in workflow history, the resource Temporal bounds per workflow.
+"""What runs cost in workflow history, the resource Temporal bounds per workflow run.
 
-A thread is one long-lived workflow, so the events and bytes each run adds decide how
-many runs fit before the thread must continue as new (Temporal warns at 10,240 events or
-10 MB and fails a workflow at 51,200 events or 50 MB).
+The events and bytes a run adds decide how many runs fit in one workflow run before it
+must continue as new (Temporal warns at 10,240 events or 10 MB and fails a workflow run
+at 51,200 events or 50 MB). A thread continues as new after its runs (by default after
+each one), so its cost is counted in the workflow run that served each run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
 from bench.stats import RunTiming
@@ -23,17 +26,16 @@ class HistorySize:
     events: int
     bytes: int
 
+    def __add__(self, other: HistorySize) -> HistorySize:
+        return HistorySize(self.events + other.events, self.bytes + other.bytes)
+
     def __sub__(self, other: HistorySize) -> HistorySize:
         return HistorySize(self.events - other.events, self.bytes - other.bytes)
 
 
-EMPTY = HistorySize(0, 0)
-"""The history of a workflow that does not exist yet."""
-
-
 @dataclass(frozen=True)
 class HistoryGrowth:
-    """What each of several consecutive runs added to one workflow's history."""
+    """What each of several consecutive runs added to workflow history."""
 
     per_run: tuple[HistorySize, ...]
 
@@ -75,3 +77,39 @@ async def tracked_runs(
         added.append(after - before)
         before = after
     return timings, HistoryGrowth(tuple(added))
+
+
+async def served_runs(client: Client, workflow_id: str) -> HistoryGrowth:
+    """What each run (``run_agent`` update) of ``workflow_id`` cost, first to last, in the
+    workflow run that served it.
+
+    Fetching a workflow's history by its id alone reads only its latest workflow run, so
+    this follows the continue-as-new chain from the first. A run is counted from the end
+    of the run before it in the same workflow run (or from that workflow run's start) to
+    its update's completion, and the last run of a workflow run also gets what follows
+    (its continue-as-new). The latest workflow run counts for no run until it serves one.
+    """
+    latest = await client.get_workflow_handle(workflow_id).describe()
+    run_id = latest.raw_description.workflow_execution_info.first_run_id
+    per_run: list[HistorySize] = []
+    while run_id:
+        handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+        events = (await handle.fetch_history()).events
+        per_run += _per_update(events)
+        continued = events[-1].workflow_execution_continued_as_new_event_attributes
+        run_id = continued.new_execution_run_id
+    return HistoryGrowth(tuple(per_run))
+
+
+def _per_update(events: Sequence[HistoryEvent]) -> list[HistorySize]:
+    """One workflow run's history split after each completed update."""
+    sizes: list[HistorySize] = []
+    pending = HistorySize(0, 0)
+    for event in events:
+        pending += HistorySize(1, event.ByteSize())
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
+            sizes.append(pending)
+            pending = HistorySize(0, 0)
+    if sizes:
+        sizes[-1] += pending
+    return sizes

@@ -92,7 +92,8 @@ def render(results: Results) -> str:
     runs_count = len(history.per_run)
     lines += [
         "",
-        f"History of one thread after {runs_count} runs (ThreadWorkflow, via the gateway)",
+        f"History of one thread's {runs_count} runs via the gateway, each in the workflow run "
+        "that served it",
         f"  {sum(s.events for s in history.per_run)} events, "
         f"{_kb(sum(s.bytes for s in history.per_run))}: "
         f"{history.events_per_run:.1f} events/run, {_kb(history.bytes_per_run)}/run "

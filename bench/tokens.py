@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from uuid import uuid4
 
 import httpx
@@ -21,7 +19,6 @@ import httpx
 from activities.openai_chat import OpenAIModel
 from bench.stats import Summary
 from tests.chat_server import ChatServer, Reply
-from workflows.agents import AGENTS
 from workflows.sdk.agent import AgentDefinition
 
 AGENT = "bench-llm"
@@ -29,20 +26,14 @@ TOKEN_INTERVAL_SECONDS = 0.02
 """50 tokens per second: a brisk hosted model."""
 
 
-@contextmanager
-def token_agent() -> Iterator[ChatServer]:
-    """A chat server, and the bench agent streaming from it, registered (before the
-    engine's worker is built, so the worker runs its model activity)."""
-    with ChatServer().serving() as server:
-        AGENTS[AGENT] = AgentDefinition(
-            name=AGENT,
-            description="Streams from the bench's local model server.",
-            model=OpenAIModel(name=AGENT, base_url=server.base_url, api_key="bench"),
-        )
-        try:
-            yield server
-        finally:
-            del AGENTS[AGENT]
+def token_agent(server: ChatServer) -> AgentDefinition:
+    """The bench agent, streaming from ``server``; the engine's worker and gateway are
+    handed it beside the examples."""
+    return AgentDefinition(
+        name=AGENT,
+        description="Streams from the bench's local model server.",
+        model=OpenAIModel(name=AGENT, base_url=server.base_url, api_key="bench"),
+    )
 
 
 async def measure_tokens(

@@ -1,4 +1,5 @@
-"""``python -m gateway``: serve the gateway with uvicorn on the configured address."""
+"""``python -m gateway``: serve the gateway, for the example agents
+(``workflows.agents.EXAMPLES``), with uvicorn on the configured address."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import tracing
 from gateway.app import create_app
 from gateway.auth import AuthConfigError
 from settings import Settings
+from workflows.agents import EXAMPLES
 
 if __name__ == "__main__":
     settings = Settings()
     logs.configure(settings.log_format)
     tracing.configure("agui-gateway")
     try:
-        app = create_app(settings)
+        app = create_app(EXAMPLES, settings)
     except AuthConfigError as error:
         sys.exit(f"gateway: {error}")
     # log_config=None: uvicorn's loggers go through the format configured above.

@@ -16,8 +16,8 @@ from gateway.auth import Authenticator
 from gateway.errors import ApiError, api_error_handler, validation_error_handler
 from gateway.metrics import GatewayMetrics, RequestCounter
 from settings import Settings, connect
-from workflows.agents import AGENTS
 from workflows.sdk.agent import AgentDefinition
+from workflows.served import by_name
 
 logger = logging.getLogger(__name__)
 
@@ -32,21 +32,22 @@ ANONYMOUS_WARNING = (
 
 
 def create_app(
+    agents: Iterable[AgentDefinition],
     settings: Settings | None = None,
     client: Client | None = None,
-    agents: Iterable[AgentDefinition] | None = None,
 ) -> FastAPI:
     """Build the gateway.
 
     Args:
+        agents: The agents to serve. The workers of the task queue must serve them too
+            (``worker.build_worker``): they run them.
         settings: Defaults to the environment's.
         client: A connected Temporal client to use; by default one is created (lazily,
             so the gateway starts even while Temporal is down) when the app starts.
 
     Raises:
+        ValueError: Two agents share a name.
         AuthConfigError: The settings name no way to verify tokens (``gateway.auth``).
-        agents: The agents to serve; by default the engine's, ``workflows.agents.AGENTS``.
-            The workers of the task queue must serve them too: they run them.
     """
     metrics = GatewayMetrics()
     settings = settings or Settings()
@@ -67,22 +68,22 @@ def create_app(
                 app.state.client = await connect(lazy=True, runtime=runtime)
                 yield
 
-    app = FastAPI(title="AG-UI on Temporal", lifespan=lifespan)
+    # The API's description is served by ops (behind a token like every route but
+    # /healthz); the interactive docs would load their scripts from a CDN.
+    app = FastAPI(
+        title="AG-UI on Temporal",
+        lifespan=lifespan,
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+    )
     app.state.settings = settings
     app.state.auth = auth
     app.state.metrics = metrics
-    app.state.agents = _by_name(AGENTS.values() if agents is None else agents)
+    app.state.agents = by_name(agents)
     app.add_middleware(RequestCounter, metrics=metrics)
     app.add_exception_handler(ApiError, api_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     for router in ROUTERS:
         app.include_router(router)
     return app
-
-
-def _by_name(agents: Iterable[AgentDefinition]) -> dict[str, AgentDefinition]:
-    by_name: dict[str, AgentDefinition] = {}
-    for agent in agents:
-        if by_name.setdefault(agent.name, agent) is not agent:
-            raise ValueError(f"Two agents are named {agent.name!r}.")
-    return by_name

@@ -5,9 +5,9 @@ can send)."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from gateway.deps import AUTHENTICATED, ClientDep, MetricsDep, SettingsDep
@@ -23,6 +23,13 @@ class Health(Model):
     status: Literal["ok", "unavailable"]
     temporal: str
     """``ok``, or why the gateway cannot use Temporal."""
+
+
+@router.get("/openapi.json", dependencies=AUTHENTICATED, include_in_schema=False)
+async def openapi(request: Request) -> dict[str, Any]:
+    """The gateway's OpenAPI description."""
+    app: FastAPI = request.app
+    return app.openapi()
 
 
 @router.get("/metrics", dependencies=AUTHENTICATED)

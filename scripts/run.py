@@ -25,6 +25,7 @@ from pathlib import Path
 
 import httpx
 
+from gateway.tokens import DEV_SECRET, dev_secret
 from settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,8 +170,28 @@ async def wait_until_up(url: str, what: str, timeout: float = 60.0) -> None:
             await asyncio.sleep(0.2)
 
 
+def authentication(settings: Settings, env: dict[str, str]) -> list[str]:
+    """Make sure the gateway can verify tokens, and say how to get one.
+
+    With no way configured, the gateway verifies tokens signed with the development
+    secret (made in ``.data/dev-secret`` on the first start), so ``make run`` needs no
+    setup and still lets nobody in without a token. Returns the lines to show.
+    """
+    configured = settings.auth_jwks_url or settings.auth_hs256_secret or settings.auth_anonymous
+    if configured:
+        return []
+    env["AGUI_AUTH_HS256_SECRET"] = dev_secret()
+    return [
+        f"  Auth            tokens signed with the development secret ({DEV_SECRET})",
+        "  A token:        TOKEN=$(.venv/bin/python -m gateway.tokens --sub alice)",
+        '                  curl -H "Authorization: Bearer $TOKEN" localhost:'
+        f"{settings.gateway_port}/agents",
+    ]
+
+
 async def main(settings: Settings, embedded: bool) -> None:
     env = dict(os.environ)
+    auth_lines = authentication(settings, env)
     services: list[Service] = []
     if embedded:
         DATA.mkdir(exist_ok=True)
@@ -222,6 +243,8 @@ async def main(settings: Settings, embedded: bool) -> None:
         else:
             log(f"  Temporal        {env['TEMPORAL_ADDRESS']} (external)")
         log(f"  Gateway         http://localhost:{gateway_port}  (agents: GET /agents)")
+        for line in auth_lines:
+            log(line)
         log("Ctrl-C stops everything.")
         await stop.wait()
     finally:

@@ -14,7 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.openai_chat import OpenAIModel
 from activities.tooling import tool
 from tests.chat_server import ChatServer
-from tests.helpers import TEST_SERVER, Stack, registered, serve_stack, start_dev_server
+from tests.helpers import TEST_SERVER, Stack, serve_stack, start_dev_server
 from tests.receiver import Receiver
 from worker import register_search_attributes
 from workflows import search_attributes
@@ -83,6 +83,5 @@ async def llm(client: Client) -> AsyncIterator[tuple[ChatServer, Stack]]:
             ),
             tools=[weather],
         )
-        with registered(agent):
-            async with serve_stack(client) as stack:
-                yield server, stack
+        async with serve_stack(client, agents=[agent]) as stack:
+            yield server, stack

@@ -8,8 +8,8 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from gateway.app import create_app
 from gateway.streaming import thread_handle
+from gateway.tokens import mint
 from settings import Settings
 from worker import build_worker, ensure_search_attributes
-from workflows.agents import AGENTS
+from workflows.agents import EXAMPLES
 from workflows.sdk.agent import AgentDefinition
 from workflows.thread_ids import workflow_id_for
 
@@ -39,6 +40,22 @@ LONG_LIVED = 100
 """A continue-as-new bound (``ThreadStart.continue_as_new_after_runs``) that tests'
 threads do not reach, so their runs share one workflow run: the engine's path where
 Worker Versioning, not a continue-as-new per run, keeps deploys safe."""
+TEST_SECRET = "agui-test-suite-secret-0123456789abcdef"
+"""The shared secret every gateway of the tests verifies tokens with (HS256)."""
+OWNER = "alice"
+"""The principal tests act as unless they say otherwise."""
+
+
+def bearer(subject: str = OWNER, groups: Sequence[str] = ()) -> dict[str, str]:
+    """An ``Authorization`` header for ``subject`` in ``groups``, as a gateway of the
+    tests (``TEST_SECRET``) accepts it."""
+    token = mint(TEST_SECRET, subject, groups, settings=Settings(auth_hs256_secret=TEST_SECRET))
+    return {"Authorization": f"Bearer {token}"}
+
+
+def gateway_client(url: str, subject: str = OWNER, timeout: float = 30) -> httpx.AsyncClient:
+    """An HTTP client for the gateway at ``url``, acting as ``subject``."""
+    return httpx.AsyncClient(base_url=url, headers=bearer(subject), timeout=timeout)
 
 
 async def start_dev_server(
@@ -134,13 +151,19 @@ class Stack:
     client: Client | None
     task_queue: str
     http: httpx.AsyncClient
+    """Acting as :data:`OWNER`."""
+    url: str
+    """The gateway's base URL, for clients acting as someone else (:func:`gateway_client`)."""
 
 
 @asynccontextmanager
-async def serve_gateway(settings: Settings, client: Client | None) -> AsyncIterator[str]:
-    """The gateway under uvicorn on a free loopback port; yields its base URL."""
+async def serve_gateway(
+    settings: Settings, client: Client | None, agents: Sequence[AgentDefinition] = EXAMPLES
+) -> AsyncIterator[str]:
+    """The gateway, serving ``agents``, under uvicorn on a free loopback port; yields its
+    base URL."""
     config = uvicorn.Config(
-        create_app(settings, client=client), host="127.0.0.1", port=0, log_level="warning"
+        create_app(agents, settings, client), host="127.0.0.1", port=0, log_level="warning"
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -161,31 +184,40 @@ async def serve_gateway(settings: Settings, client: Client | None) -> AsyncItera
 
 @asynccontextmanager
 async def serve_stack(
-    client: Client | None, task_queue: str | None = None, **settings_fields: Any
+    client: Client | None,
+    task_queue: str | None = None,
+    *,
+    agents: Sequence[AgentDefinition] = EXAMPLES,
+    **settings_fields: Any,
 ) -> AsyncIterator[Stack]:
     """A worker and a gateway on ``client``'s server (a gateway alone without a client).
 
     Args:
         client: The server's client; ``None`` makes the gateway connect by itself.
         task_queue: Defaults to a fresh one, so tests sharing a server stay apart.
-        settings_fields: Other :class:`Settings` fields for both.
+        agents: What both serve; by default the examples.
+        settings_fields: Other :class:`Settings` fields for both; the gateway verifies
+            tokens with :data:`TEST_SECRET` unless they say otherwise.
     """
     task_queue = task_queue or f"tq-{uuid.uuid4()}"
+    settings_fields.setdefault("auth_hs256_secret", TEST_SECRET)
     settings = Settings(task_queue=task_queue, **settings_fields)
     async with (
-        _worker(client, settings),
-        serve_gateway(settings, client) as url,
-        httpx.AsyncClient(base_url=url, timeout=30) as http,
+        _worker(client, settings, agents),
+        serve_gateway(settings, client, agents) as url,
+        gateway_client(url) as http,
     ):
-        yield Stack(client=client, task_queue=task_queue, http=http)
+        yield Stack(client=client, task_queue=task_queue, http=http, url=url)
 
 
 @asynccontextmanager
-async def _worker(client: Client | None, settings: Settings) -> AsyncIterator[None]:
+async def _worker(
+    client: Client | None, settings: Settings, agents: Sequence[AgentDefinition]
+) -> AsyncIterator[None]:
     if client is None:
         yield
         return
-    async with build_worker(client, settings):
+    async with build_worker(client, settings, agents):
         yield
 
 
@@ -278,16 +310,3 @@ def assert_intact(log: list[SseEvent]) -> None:
 def types(events: list[dict[str, Any]]) -> list[str]:
     """The events' ``type`` fields, in order."""
     return [event["type"] for event in events]
-
-
-@contextmanager
-def registered(*agents: AgentDefinition) -> Iterator[None]:
-    """Serve ``agents`` beside the engine's own while the block runs: a worker or gateway
-    built inside it serves them (the registry is read when they are built)."""
-    for agent in agents:
-        AGENTS[agent.name] = agent
-    try:
-        yield
-    finally:
-        for agent in agents:
-            del AGENTS[agent.name]

@@ -22,7 +22,14 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
-from tests.helpers import TEMPORAL_CLI, eventually, free_port, wait_until_healthy
+from tests.helpers import (
+    TEMPORAL_CLI,
+    TEST_SECRET,
+    eventually,
+    free_port,
+    gateway_client,
+    wait_until_healthy,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,6 +75,7 @@ class Engine:
             **os.environ,
             "TEMPORAL_ADDRESS": self.temporal_address,
             "AGUI_TASK_QUEUE": self.task_queue,
+            "AGUI_AUTH_HS256_SECRET": TEST_SECRET,
             **self.env,
             **extra,
         }
@@ -84,7 +92,7 @@ class Engine:
             [sys.executable, "-m", "gateway"], self._environment(AGUI_GATEWAY_PORT=str(port))
         )
         self.processes.append(process)
-        http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60)
+        http = gateway_client(f"http://127.0.0.1:{port}", timeout=60)
         self.clients.append(http)
 
         await wait_until_healthy(http, what="the gateway process")

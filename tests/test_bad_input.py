@@ -10,7 +10,7 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from gateway.streaming import thread_handle
-from tests.helpers import Stack, history_length, post_run, run_input, types
+from tests.helpers import OWNER, Stack, history_length, post_run, run_input, types
 from workflows.errors import ErrorCode
 from workflows.models import RunRequest
 from workflows.thread import ThreadWorkflow
@@ -100,7 +100,8 @@ async def test_the_workflow_rejects_runs_for_another_agent_or_thread(
 
     with pytest.raises(WorkflowUpdateFailedError) as failure:
         await handle.execute_update(
-            ThreadWorkflow.run_agent, RunRequest.model_validate({"agent": agent, "input": body})
+            ThreadWorkflow.run_agent,
+            RunRequest.model_validate({"agent": agent, "input": body, "principal": OWNER}),
         )
 
     cause = failure.value.cause

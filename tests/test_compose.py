@@ -37,8 +37,11 @@ ENGINE_SERVICES = ("worker", "gateway")
 WORKER_COMMAND = ["python", "worker.py"]
 GATEWAY_COMMAND = ["python", "-m", "gateway"]
 # What the stack needs from whoever runs it: everything else must have a default.
-REQUIRED_VARIABLES = {"POSTGRES_PASSWORD"}
-TEST_ENV = {"POSTGRES_PASSWORD": "compose-test-password"}
+REQUIRED_VARIABLES = {"POSTGRES_PASSWORD", "AGUI_AUTH_HS256_SECRET"}
+TEST_ENV = {
+    "POSTGRES_PASSWORD": "compose-test-password",
+    "AGUI_AUTH_HS256_SECRET": "compose-test-secret-0123456789abcdef",
+}
 SECRET_NAME = re.compile(r"PASSWORD|PWD|SECRET|TOKEN|API_KEY", re.IGNORECASE)
 TOP_LEVEL_KEYS = {"version", "name", "services", "networks", "volumes", "secrets", "configs"}
 # `temporal operator search-attribute create --type` values.

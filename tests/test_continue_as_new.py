@@ -11,6 +11,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from settings import Settings
 from tests.helpers import (
     LONG_LIVED,
+    OWNER,
     Stack,
     eventually,
     history_chain,
@@ -22,6 +23,7 @@ from tests.helpers import (
     types,
 )
 from worker import build_worker
+from workflows.agents import EXAMPLES
 from workflows.errors import ErrorCode
 from workflows.models import RunReply, RunRequest, ThreadStart
 from workflows.thread import RUNS_CARRIED, ThreadWorkflow
@@ -109,7 +111,7 @@ async def test_a_run_retried_after_a_continue_as_new_is_not_run_twice(
 
 
 async def run(thread: WorkflowHandle[ThreadWorkflow, None], body: dict[str, object]) -> RunReply:
-    request = RunRequest.model_validate({"agent": "demo", "input": body})
+    request = RunRequest.model_validate({"agent": "demo", "input": body, "principal": OWNER})
     return await thread.execute_update(ThreadWorkflow.run_agent, request)
 
 
@@ -118,10 +120,15 @@ async def test_a_thread_of_500_interrupt_cycles_continues_as_new_within_bounds(
 ) -> None:
     settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
     thread_id = new_thread()
-    async with build_worker(client, settings):
+    async with build_worker(client, settings, EXAMPLES):
         thread = await client.start_workflow(
             ThreadWorkflow.run,
-            ThreadStart(thread_id=thread_id, agent="demo", continue_as_new_after_runs=LONG_LIVED),
+            ThreadStart(
+                thread_id=thread_id,
+                agent="demo",
+                owner=OWNER,
+                continue_as_new_after_runs=LONG_LIVED,
+            ),
             id=workflow_id_for(thread_id),
             task_queue=settings.task_queue,
         )

@@ -24,9 +24,11 @@ from temporalio.worker import Worker
 
 from settings import Settings
 from tests.helpers import (
+    TEST_SECRET,
     assert_intact,
     eventually,
     free_port,
+    gateway_client,
     new_thread,
     post_run,
     run_input,
@@ -37,6 +39,8 @@ from tests.helpers import (
 from tests.processes import ROOT, DevServer, Gateway, engine
 from tests.receiver import Receiver
 from worker import WORKFLOWS, activities, ensure_search_attributes
+from workflows import served
+from workflows.agents import EXAMPLES
 
 FILING = {"quarter": "Q2", "year": 2026, "revenue": 7}
 
@@ -133,7 +137,9 @@ async def test_a_gateway_killed_mid_stream_another_gateway_serves_the_rest(
         second_gateway = await stack.start_gateway()
         settings = Settings(task_queue=stack.task_queue)
         thread_id = new_thread()
-        # Workflow tasks only: the run starts, then waits for its model activity.
+        # Workflow tasks only: the run starts, then waits for its model activity. Its
+        # threads find their agents as build_worker's do.
+        served.serve(stack.task_queue, EXAMPLES)
         async with Worker(client, task_queue=stack.task_queue, workflows=WORKFLOWS):
             body = run_input(thread_id, "r1", "hello")
             async with first_gateway.http.stream("POST", "/agents/demo", json=body) as response:
@@ -149,7 +155,7 @@ async def test_a_gateway_killed_mid_stream_another_gateway_serves_the_rest(
             async with second_gateway.http.stream("GET", url, headers=headers) as response:
                 rest = sse_messages(response)
                 async with Worker(
-                    client, task_queue=stack.task_queue, activities=activities(settings)
+                    client, task_queue=stack.task_queue, activities=activities(settings, EXAMPLES)
                 ):
                     received = [first, *[message async for message in rest]]
 
@@ -282,10 +288,11 @@ async def test_make_run_restarts_a_killed_worker_and_gateway(client: Client) -> 
         "TEMPORAL_ADDRESS": _address(client),
         "AGUI_TASK_QUEUE": f"tq-{uuid.uuid4()}",
         "AGUI_GATEWAY_PORT": str(port),
+        "AGUI_AUTH_HS256_SECRET": TEST_SECRET,
     }
     launcher = subprocess.Popen([sys.executable, "scripts/run.py"], cwd=ROOT, env=env)
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+        async with gateway_client(f"http://127.0.0.1:{port}") as http:
             await wait_until_healthy(http, timeout=60, what="make run's gateway")
             thread_id = new_thread()
             events = await post_run(http, "demo", run_input(thread_id, "r1", "mail a@example.com"))

@@ -9,8 +9,9 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from settings import Settings
-from tests.helpers import LONG_LIVED, run_input
+from tests.helpers import LONG_LIVED, OWNER, run_input
 from worker import build_worker
+from workflows.agents import EXAMPLES
 from workflows.models import RunRequest, ThreadStart
 from workflows.thread import ThreadWorkflow
 from workflows.thread_ids import workflow_id_for
@@ -27,11 +28,14 @@ async def test_an_interrupt_expires_exactly_at_its_deadline(
     opened the interrupt, so the timer that fires is one the new workflow run set."""
     settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
     thread_id = f"thread-{uuid.uuid4()}"
-    async with build_worker(skipping.client, settings):
+    async with build_worker(skipping.client, settings, EXAMPLES):
         handle = await skipping.client.start_workflow(
             ThreadWorkflow.run,
             ThreadStart(
-                thread_id=thread_id, agent="demo", continue_as_new_after_runs=continue_after
+                thread_id=thread_id,
+                agent="demo",
+                owner=OWNER,
+                continue_as_new_after_runs=continue_after,
             ),
             id=workflow_id_for(thread_id),
             task_queue=settings.task_queue,
@@ -43,7 +47,8 @@ async def test_an_interrupt_expires_exactly_at_its_deadline(
             forwardedProps={"expiresInSeconds": lifetime.total_seconds()},
         )
         reply = await handle.execute_update(
-            ThreadWorkflow.run_agent, RunRequest.model_validate({"agent": "demo", "input": body})
+            ThreadWorkflow.run_agent,
+            RunRequest.model_validate({"agent": "demo", "input": body, "principal": OWNER}),
         )
         assert reply.events[-1].event.outcome.type == "interrupt"  # type: ignore[union-attr]
 

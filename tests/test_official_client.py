@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.chat_server import ChatServer, Reply, ScriptedCall
-from tests.helpers import Stack, new_thread
+from tests.helpers import Stack, bearer, new_thread
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 
@@ -25,6 +25,8 @@ async def drive(
     """Run ``steps`` on a new thread with ``HttpAgent``; return the script's report."""
     spec = {
         "url": f"{stack.http.base_url}/agents/{agent}",
+        # HttpAgent sends these with every request: the gateway needs a bearer token.
+        "headers": dict(bearer()),
         "threadId": new_thread(),
         "timeoutMs": 30000,
         "steps": steps,

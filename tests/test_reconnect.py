@@ -12,9 +12,11 @@ from temporalio.worker import Worker
 
 from settings import Settings
 from tests.helpers import (
+    TEST_SECRET,
     SseEvent,
     Stack,
     eventually,
+    gateway_client,
     new_thread,
     post_run_sse,
     read_sse,
@@ -23,6 +25,8 @@ from tests.helpers import (
     sse_messages,
 )
 from worker import WORKFLOWS, activities
+from workflows import served
+from workflows.agents import EXAMPLES
 
 
 async def get_events(
@@ -87,13 +91,15 @@ async def test_a_reused_run_id_names_the_latest_run(stack: Stack) -> None:
 async def test_a_client_attaches_to_a_run_in_flight_and_gets_its_live_rest(
     client: Client,
 ) -> None:
-    settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
+    settings = Settings(task_queue=f"tq-{uuid.uuid4()}", auth_hs256_secret=TEST_SECRET)
     thread_id = new_thread()
     # A worker for workflow tasks only: the run starts, then waits on its model activity.
+    # Its threads find their agents as build_worker's do.
+    served.serve(settings.task_queue, EXAMPLES)
     async with (
         Worker(client, task_queue=settings.task_queue, workflows=WORKFLOWS),
         serve_gateway(settings, client) as url,
-        httpx.AsyncClient(base_url=url, timeout=30) as http,
+        gateway_client(url) as http,
     ):
         posted = asyncio.create_task(
             post_run_sse(http, "demo", run_input(thread_id, "r1", "hello"))
@@ -111,7 +117,7 @@ async def test_a_client_attaches_to_a_run_in_flight_and_gets_its_live_rest(
             assert first[1]["type"] == "RUN_STARTED"
             # Only now can the run finish: activities get a worker.
             async with Worker(
-                client, task_queue=settings.task_queue, activities=activities(settings)
+                client, task_queue=settings.task_queue, activities=activities(settings, EXAMPLES)
             ):
                 attached = [first, *[message async for message in messages]]
                 original = await posted

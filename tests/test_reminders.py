@@ -14,9 +14,10 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from settings import CONTINUE_AS_NEW_AFTER_RUNS, Settings
-from tests.helpers import LONG_LIVED, free_port, run_input
+from tests.helpers import LONG_LIVED, OWNER, free_port, run_input
 from tests.receiver import Receiver
 from worker import build_worker
+from workflows.agents import EXAMPLES
 from workflows.models import RunRequest, ThreadStart
 from workflows.thread import ThreadWorkflow
 from workflows.thread_ids import thread_id_of, workflow_id_for
@@ -38,13 +39,19 @@ async def _ask_form(
     thread_id = f"thread-{uuid.uuid4()}"
     handle = await env.client.start_workflow(
         ThreadWorkflow.run,
-        ThreadStart(thread_id=thread_id, agent="demo", continue_as_new_after_runs=continue_after),
+        ThreadStart(
+            thread_id=thread_id,
+            agent="demo",
+            owner=OWNER,
+            continue_as_new_after_runs=continue_after,
+        ),
         id=workflow_id_for(thread_id),
         task_queue=settings.task_queue,
     )
     body = run_input(thread_id, "r1", "quarterly", forwardedProps=forwarded)
     reply = await handle.execute_update(
-        ThreadWorkflow.run_agent, RunRequest.model_validate({"agent": "demo", "input": body})
+        ThreadWorkflow.run_agent,
+        RunRequest.model_validate({"agent": "demo", "input": body, "principal": OWNER}),
     )
     (form,) = reply.events[-1].event.outcome.interrupts  # type: ignore[union-attr]
     return handle, form.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -59,7 +66,8 @@ async def _answer(handle: Thread, form: dict[str, Any]) -> None:
         "resume": [{"interruptId": form["id"], "status": "resolved", "payload": filing}],
     }
     await handle.execute_update(
-        ThreadWorkflow.run_agent, RunRequest.model_validate({"agent": "demo", "input": body})
+        ThreadWorkflow.run_agent,
+        RunRequest.model_validate({"agent": "demo", "input": body, "principal": OWNER}),
     )
 
 
@@ -76,7 +84,7 @@ async def test_the_agents_reminder_arrives_a_day_before_the_deadline(
     skipping: WorkflowEnvironment, receiver: Receiver, continue_after: int
 ) -> None:
     settings = _settings(receiver.url)
-    async with build_worker(skipping.client, settings):
+    async with build_worker(skipping.client, settings, EXAMPLES):
         handle, form = await _ask_form(skipping, settings, continue_after)
 
         await skipping.sleep(FORM_LIFETIME - timedelta(days=1) - MINUTE)
@@ -110,7 +118,7 @@ async def test_an_interrupts_own_reminders_replace_the_agents_and_stop_once_answ
     skipping: WorkflowEnvironment, receiver: Receiver
 ) -> None:
     settings = _settings(receiver.url)
-    async with build_worker(skipping.client, settings):
+    async with build_worker(skipping.client, settings, EXAMPLES):
         handle, form = await _ask_form(skipping, settings, remindBeforeSeconds=[7200, 3600])
 
         await skipping.sleep(FORM_LIFETIME - timedelta(hours=2) + MINUTE)
@@ -131,7 +139,7 @@ async def test_a_failing_webhook_is_retried_with_the_same_key(
 ) -> None:
     receiver.fail_next(3)
     settings = _settings(receiver.url)
-    async with build_worker(skipping.client, settings):
+    async with build_worker(skipping.client, settings, EXAMPLES):
         handle, form = await _ask_form(skipping, settings)
         await skipping.sleep(FORM_LIFETIME - timedelta(days=1) + MINUTE)
         # Three 503s, then the retry that is accepted: four attempts, one reminder.
@@ -148,7 +156,7 @@ async def test_a_webhook_that_never_answers_changes_nothing_on_the_thread(
     receiver.fail_next(10**9)
     url = receiver.url if webhook == "failing" else f"http://127.0.0.1:{free_port()}/hook"
     settings = _settings(url)
-    async with build_worker(skipping.client, settings):
+    async with build_worker(skipping.client, settings, EXAMPLES):
         handle, form = await _ask_form(skipping, settings)
         await skipping.sleep(FORM_LIFETIME + MINUTE)
         view = await handle.query(ThreadWorkflow.view)

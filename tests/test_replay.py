@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
 
 from tests.record_histories import HISTORIES, LONG_LIVED, SCENARIOS
-from worker import WORKFLOWS
+from worker import build_replayer
+from workflows.agents import EXAMPLES
 
 RECORDED = sorted(HISTORIES.glob("*.json"))
 
@@ -38,5 +37,4 @@ async def test_a_recorded_thread_replays_under_the_current_code(path: Path) -> N
     assert any(
         event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for event in history.events
     )
-    replayer = Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter)
-    await replayer.replay_workflow(history)
+    await build_replayer(EXAMPLES).replay_workflow(history)

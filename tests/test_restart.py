@@ -11,12 +11,13 @@ import sys
 import uuid
 from pathlib import Path
 
-import httpx
 from temporalio.client import Client
 
 from tests.helpers import (
+    TEST_SECRET,
     eventually,
     free_port,
+    gateway_client,
     post_run,
     run_input,
     serve_stack,
@@ -102,6 +103,7 @@ async def test_worker_and_gateway_processes_serve_runs_and_stop_cleanly_on_sigte
         "TEMPORAL_ADDRESS": client.service_client.config.target_host,
         "AGUI_TASK_QUEUE": f"tq-{uuid.uuid4()}",
         "AGUI_GATEWAY_PORT": str(gateway_port),
+        "AGUI_AUTH_HS256_SECRET": TEST_SECRET,
         "AGUI_METRICS_BIND_ADDRESS": worker_metrics,
         "AGUI_LOG_FORMAT": "json",
     }
@@ -111,9 +113,7 @@ async def test_worker_and_gateway_processes_serve_runs_and_stop_cleanly_on_sigte
         for argv in ([sys.executable, "worker.py"], [sys.executable, "-m", "gateway"])
     ]
     try:
-        async with httpx.AsyncClient(
-            base_url=f"http://127.0.0.1:{gateway_port}", timeout=30
-        ) as http:
+        async with gateway_client(f"http://127.0.0.1:{gateway_port}") as http:
             await wait_until_healthy(http, what="the gateway process")
             events = await post_run(http, "demo", run_input(thread_id, "r1", "hi"))
             assert events[-1]["outcome"] == {"type": "success"}

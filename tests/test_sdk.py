@@ -1,9 +1,9 @@
 """The agent SDK's pieces, on the time-skipping test server.
 
-Test agents are registered beside the examples for the length of a test. Their model
-plays a plan the user message spells out as JSON (one batch of tool calls per model
-turn, then a summary of the results), and their tools count how often they run, so the
-tests can tell what ran, what ran once, and what waited.
+Each test's worker serves the test agent it drives. The agents' model plays a plan the
+user message spells out as JSON (one batch of tool calls per model turn, then a summary
+of the results), and their tools count how often they run, so the tests can tell what
+ran, what ran once, and what waited.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.chat import ChatReply, ChatRequest, ProposedCall, ScriptedModel, tool_results
 from activities.tooling import ToolInterrupt, tool, tool_context
 from settings import CONTINUE_AS_NEW_AFTER_RUNS, Settings
-from tests.helpers import LONG_LIVED, registered
+from tests.helpers import LONG_LIVED, OWNER
 from worker import build_worker
 from workflows.models import RunReply, RunRequest, ThreadStart
 from workflows.sdk import (
@@ -210,6 +210,7 @@ class Session:
         request = {
             "agent": self.agent,
             "input": {"threadId": self.thread_id, "runId": f"r{self._runs}", **body},
+            "principal": OWNER,
         }
         return await self.handle.execute_update(
             "run_agent", RunRequest.model_validate(request), result_type=RunReply
@@ -259,19 +260,19 @@ async def session(
 ) -> AsyncIterator[Session]:
     settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
     thread_id = f"thread-{uuid.uuid4()}"
-    with registered(HOOKS, BATCH, APPROVALS, PER_TOOL):
-        async with build_worker(env.client, settings):
-            handle = await env.client.start_workflow(
-                "ThreadWorkflow",
-                ThreadStart(
-                    thread_id=thread_id,
-                    agent=defined.name,
-                    continue_as_new_after_runs=continue_after,
-                ),
-                id=workflow_id_for(thread_id),
-                task_queue=settings.task_queue,
-            )
-            yield Session(env, handle, defined.name, thread_id)
+    async with build_worker(env.client, settings, [defined]):
+        handle = await env.client.start_workflow(
+            "ThreadWorkflow",
+            ThreadStart(
+                thread_id=thread_id,
+                agent=defined.name,
+                owner=OWNER,
+                continue_as_new_after_runs=continue_after,
+            ),
+            id=workflow_id_for(thread_id),
+            task_queue=settings.task_queue,
+        )
+        yield Session(env, handle, defined.name, thread_id)
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from tests.helpers import new_thread, post_run, registered, run_input, serve_stack
+from tests.helpers import new_thread, post_run, run_input, serve_stack
 
 TUTORIAL = Path(__file__).parent.parent / "docs" / "agents.md"
 BLOCK = re.compile(r"```python\n# (\S+\.py)[^\n]*\n(.*?)```", re.DOTALL)
@@ -51,25 +51,25 @@ def test_the_tutorial_is_one_file() -> None:
 async def test_the_tutorial_agent_refunds_and_asks_before_large_refunds(
     client: Client, tutorial: dict[str, types.ModuleType]
 ) -> None:
-    with registered(tutorial["workflows.agents.support"].SUPPORT):
-        async with serve_stack(client) as stack:
-            small = await post_run(
-                stack.http, "support", run_input(new_thread(), "r1", "refund 20 on A17")
-            )
-            assert small[-1]["outcome"] == {"type": "success"}
+    support = tutorial["workflows.agents.support"].SUPPORT
+    async with serve_stack(client, agents=[support]) as stack:
+        small = await post_run(
+            stack.http, "support", run_input(new_thread(), "r1", "refund 20 on A17")
+        )
+        assert small[-1]["outcome"] == {"type": "success"}
 
-            thread_id = new_thread()
-            paused = await post_run(
-                stack.http, "support", run_input(thread_id, "r1", "refund 500 on B42")
-            )
-            [approval] = paused[-1]["outcome"]["interrupts"]
-            assert approval["reason"] == "tool_call"
-            assert approval["message"] == "Refund 500.0 on B42?"
+        thread_id = new_thread()
+        paused = await post_run(
+            stack.http, "support", run_input(thread_id, "r1", "refund 500 on B42")
+        )
+        [approval] = paused[-1]["outcome"]["interrupts"]
+        assert approval["reason"] == "tool_call"
+        assert approval["message"] == "Refund 500.0 on B42?"
 
-            payload = {"approved": True, "editedArgs": {"order_id": "B42", "amount": 450}}
-            entry = {"interruptId": approval["id"], "status": "resolved", "payload": payload}
-            body = {"threadId": thread_id, "runId": "r2", "messages": [], "resume": [entry]}
-            done = await post_run(stack.http, "support", body)
+        payload = {"approved": True, "editedArgs": {"order_id": "B42", "amount": 450}}
+        entry = {"interruptId": approval["id"], "status": "resolved", "payload": payload}
+        body = {"threadId": thread_id, "runId": "r2", "messages": [], "resume": [entry]}
+        done = await post_run(stack.http, "support", body)
 
     [result] = [json.loads(e["content"]) for e in done if e["type"] == "TOOL_CALL_RESULT"]
     assert result["orderId"] == "B42" and result["refunded"] == 450.0

@@ -21,6 +21,9 @@ class ErrorCode(StrEnum):
     """The input's ``threadId`` is not the thread the request was routed to."""
     AGENT_MISMATCH = "AGENT_MISMATCH"
     """The thread belongs to another agent than the one named in the URL."""
+    UNKNOWN_AGENT = "UNKNOWN_AGENT"
+    """The worker does not serve the thread's agent: the gateway's code for an agent it
+    does not serve, as the workflow's validator meets it (``workflows/served.py``)."""
     INVALID_STATE = "INVALID_STATE"
     """The input's ``state`` is not a JSON object."""
     INTERRUPTS_PENDING = "INTERRUPTS_PENDING"

@@ -33,8 +33,10 @@ with workflow.unsafe.imports_passed_through():
         StateSnapshotEvent,
     )
 
+    # By its full name, so a sandbox passes the worker's table of agents through;
+    # ``from workflows import served`` would import an empty copy into it.
+    import workflows.served as served
     from workflows import metrics, visibility
-    from workflows.agents import AGENTS
     from workflows.deadlines import Deadlines
     from workflows.details import current_details
     from workflows.errors import ErrorCode, rejection
@@ -246,6 +248,7 @@ class ThreadWorkflow:
         that already applied exactly this resume, if it is a repeat."""
         if not request.resume:
             raise rejection(ErrorCode.EMPTY_RESUME, "operator_resume needs resume entries.")
+        served.check_served(workflow.info().task_queue, self._thread.agent)
         run_key = is_replay(request.resume, self._thread.applied)
         if run_key is not None:
             return run_key
@@ -305,6 +308,7 @@ class ThreadWorkflow:
                 f"Thread {self._thread.thread_id!r} belongs to agent {self._thread.agent!r}, "
                 f"not {request.agent!r}.",
             )
+        served.check_served(workflow.info().task_queue, self._thread.agent)
         if run_input.state is not None and not isinstance(run_input.state, dict):
             raise rejection(ErrorCode.INVALID_STATE, "The input's state must be a JSON object.")
         if self._earlier_run(request) is None:
@@ -369,7 +373,7 @@ class ThreadWorkflow:
         await self._finish_run(run)
 
     def _agent(self) -> AgentDefinition:
-        return AGENTS[self._thread.agent]
+        return served.agent(workflow.info().task_queue, self._thread.agent)
 
     def _start_turn(
         self, step: Callable[[Turn], Coroutine[Any, Any, None]], run_input: RunAgentInput

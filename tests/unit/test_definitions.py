@@ -98,9 +98,12 @@ def test_a_waiting_threads_attributes_name_its_interrupts_and_earliest_deadline(
         interrupt("int-1", "confirmation", "2026-11-24T00:00:00Z"),
         interrupt("int-3", "tool_call"),
     ]
-    pairs = {p.key.name: p.value for p in visibility.attributes("demo", "waiting", NOW, waiting)}
+    pairs = {
+        p.key.name: p.value for p in visibility.attributes("demo", "alice", "waiting", NOW, waiting)
+    }
     assert pairs == {
         "AguiAgent": "demo",
+        "AguiOwner": "alice",
         "AguiThreadStatus": "waiting",
         "AguiLastActivity": NOW,
         "AguiInterruptIds": ["int-2", "int-1", "int-3"],
@@ -115,10 +118,15 @@ def test_a_waiting_threads_attributes_name_its_interrupts_and_earliest_deadline(
 
 
 def test_a_running_thread_publishes_only_its_status_and_a_settled_one_unsets_its_deadline() -> None:
-    running = visibility.attributes("demo", "running", NOW, None)
-    assert {p.key.name for p in running} == {"AguiAgent", "AguiThreadStatus", "AguiLastActivity"}
-    assert len(visibility.updates(running, settled=False)) == 3
-    idle = visibility.updates(visibility.attributes("demo", "idle", NOW, []), settled=True)
+    running = visibility.attributes("demo", "alice", "running", NOW, None)
+    assert {p.key.name for p in running} == {
+        "AguiAgent",
+        "AguiOwner",
+        "AguiThreadStatus",
+        "AguiLastActivity",
+    }
+    assert len(visibility.updates(running, settled=False)) == 4
+    idle = visibility.updates(visibility.attributes("demo", "alice", "idle", NOW, []), settled=True)
     assert search_attributes.NEXT_EXPIRY.value_unset() in idle
 
 
@@ -131,3 +139,9 @@ def test_a_run_handing_the_thread_on_leaves_nothing_to_find_it_by_but_agent_and_
         "AguiNextExpiry",
     }
     assert all(update.value is None for update in visibility.cleared())
+
+
+def test_an_owner_is_filterable_as_it_is_when_plain_and_by_digest_otherwise() -> None:
+    assert visibility.owner_key("auth0|5f1c-ab.cd@example.com") == "auth0|5f1c-ab.cd@example.com"
+    key = visibility.owner_key('eve" OR AguiOwner != "x')
+    assert key.startswith("sha256:") and '"' not in key

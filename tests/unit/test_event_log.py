@@ -27,7 +27,7 @@ NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)
 
 
 def new_log() -> tuple[ThreadState, EventLog]:
-    thread = ThreadState(thread_id="t1", agent="demo")
+    thread = ThreadState(thread_id="t1", agent="demo", owner="alice")
     return thread, EventLog(thread, clock=lambda: NOW)
 
 

@@ -16,9 +16,16 @@ from fastapi.testclient import TestClient
 from temporalio.client import Client
 
 from gateway.app import create_app
+from gateway.auth import AuthConfigError
 from gateway.deps import _client as client_dependency
-from workflows.agents import AGENTS
+from gateway.tokens import mint
+from settings import Settings
+from tests.helpers import TEST_SECRET, bearer
+from workflows.agents import EXAMPLES
+from workflows.served import by_name
 
+AGENTS = by_name(EXAMPLES)
+"""The agents the gateway under test serves, by name."""
 RUN_INPUT: dict[str, Any] = {"threadId": "t1", "runId": "r1", "messages": []}
 EVENTS = "/threads/t1/runs/r1/events"
 
@@ -48,9 +55,9 @@ def http() -> Iterator[TestClient]:
     async def client() -> Client:
         return no_temporal
 
-    app = create_app(client=no_temporal)
+    app = create_app(EXAMPLES, Settings(auth_hs256_secret=TEST_SECRET), client=no_temporal)
     app.dependency_overrides[client_dependency] = client
-    with TestClient(app) as test_client:
+    with TestClient(app, headers=bearer()) as test_client:
         yield test_client
 
 
@@ -264,3 +271,66 @@ def test_the_capabilities_of_an_unknown_agent_are_not_found(http: TestClient) ->
     error = error_of(http.get("/agents/nobody/capabilities"), 404, "UNKNOWN_AGENT")
 
     assert "'nobody'" in error["message"]
+
+
+# --- who is asking --------------------------------------------------------------------------
+
+
+def routes(http: TestClient) -> list[tuple[str, str]]:
+    """Every route of the gateway, as its OpenAPI document lists them, with the path
+    parameters filled in."""
+    found = []
+    for path, operations in http.get("/openapi.json").json()["paths"].items():
+        filled = path.replace("{agent_id}", "demo").replace("{thread_id}", "t1")
+        found += [(method.upper(), filled.replace("{run_id}", "r1")) for method in operations]
+    return [*found, ("GET", "/openapi.json")]
+
+
+def test_every_route_but_healthz_is_listed_here(http: TestClient) -> None:
+    assert {path for _, path in routes(http)} == {
+        "/agents",
+        "/agents/demo",
+        "/agents/demo/capabilities",
+        "/threads",
+        "/threads/t1",
+        "/threads/t1/runs/r1/events",
+        "/interrupts",
+        "/metrics",
+        "/healthz",
+        "/openapi.json",
+    }
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Authorization": ""},
+        {"Authorization": "Basic YWxpY2U6cHc="},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Bearer not-a-jwt"},
+        {"Authorization": bearer()["Authorization"] + "x"},
+        {"Authorization": "Bearer " + mint("not-the-secret-0123456789abcdef0", "alice")},
+    ],
+    ids=["none", "basic", "no-token", "garbage", "bad-signature", "other-secret"],
+)
+def test_every_route_but_healthz_needs_a_valid_token_before_anything_else(
+    http: TestClient, headers: dict[str, str]
+) -> None:
+    for method, path in routes(http):
+        if path == "/healthz":
+            continue
+        # The body is not even a run: the token is checked first, and nothing reaches
+        # Temporal (the stand-in would fail the test).
+        response = http.request(method, path, headers=headers, content=b"{")
+        error_of(response, 401, "UNAUTHENTICATED")
+        assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_healthz_needs_no_token(http: TestClient) -> None:
+    with pytest.raises(AssertionError, match="the request reached Temporal"):
+        http.get("/healthz", headers={"Authorization": ""})
+
+
+def test_a_gateway_with_no_way_to_verify_tokens_does_not_start() -> None:
+    with pytest.raises(AuthConfigError):
+        create_app(EXAMPLES, Settings(auth_hs256_secret=None))

@@ -46,11 +46,11 @@ def b64(data: bytes) -> str:
 
 
 def test_the_query_names_live_thread_workflows_of_the_task_queue() -> None:
-    assert thread_query("q") == BASE
+    assert thread_query("q", None) == BASE
 
 
 def test_each_filter_adds_its_search_attribute() -> None:
-    query = thread_query("q", agent="demo", status="waiting", reason="demo:policy_hold")
+    query = thread_query("q", None, agent="demo", status="waiting", reason="demo:policy_hold")
 
     assert query == (
         f'{BASE} AND {search_attributes.AGENT.name} = "demo"'
@@ -61,7 +61,7 @@ def test_each_filter_adds_its_search_attribute() -> None:
 
 @pytest.mark.parametrize("reason", ["tool_call", "demo:policy_hold", "a.b-c_d", "x1"])
 def test_plain_names_are_valid_filters(reason: str) -> None:
-    assert thread_query("q", reason=reason).endswith(f'AguiInterruptReasons = "{reason}"')
+    assert thread_query("q", None, reason=reason).endswith(f'AguiInterruptReasons = "{reason}"')
 
 
 @pytest.mark.parametrize(
@@ -78,17 +78,17 @@ def test_plain_names_are_valid_filters(reason: str) -> None:
 )
 def test_a_filter_that_is_not_a_plain_name_is_refused(reason: str) -> None:
     with pytest.raises(ValueError, match="AguiInterruptReasons"):
-        thread_query("q", reason=reason)
+        thread_query("q", None, reason=reason)
 
 
 def test_an_agent_filter_is_checked_like_the_others() -> None:
     with pytest.raises(ValueError, match="AguiAgent"):
-        thread_query("q", agent='demo" OR AguiAgent = "files')
+        thread_query("q", None, agent='demo" OR AguiAgent = "files')
 
 
 def test_a_filter_with_a_trailing_newline_is_refused() -> None:
     with pytest.raises(ValueError):
-        thread_query("q", reason="tool_call\n")
+        thread_query("q", None, reason="tool_call\n")
 
 
 # --- the inbox order ----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ def thread(asked: Sequence[Interrupt] = (), answered: Sequence[Interrupt] = ()) 
     return ThreadState(
         thread_id="t1",
         agent="demo",
+        owner="alice",
         asked=list(asked),
         answers={i.id: Answer(interrupt=i, status="resolved") for i in answered},
     )

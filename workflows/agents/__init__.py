@@ -1,9 +1,9 @@
-"""The agents this engine serves, by name: the examples, one module each, holding the
-agent's tools and model (its activities) with its definition.
+"""The example agents, which ``make run`` serves: one module each, holding the agent's
+tools and model (its activities) with its definition.
 
-The gateway routes ``POST /agents/{name}`` by this registry, the worker runs the
-activities of every agent in it, and the thread workflow runs the agent it names, so all
-three always agree on which agents exist.
+``worker.py`` and ``python -m gateway`` hand :data:`EXAMPLES` to the worker
+(``worker.build_worker``) and to the gateway (``gateway.app.create_app``). Each serves
+exactly the agents it is handed, so serving another agent is handing it to both.
 """
 
 from __future__ import annotations
@@ -14,6 +14,4 @@ from workflows.agents.files import FILES
 from workflows.agents.transfer import TRANSFER
 from workflows.sdk import AgentDefinition
 
-AGENTS: dict[str, AgentDefinition] = {
-    agent.name: agent for agent in (DEMO, FILES, TRANSFER, CLARIFY)
-}
+EXAMPLES: tuple[AgentDefinition, ...] = (DEMO, FILES, TRANSFER, CLARIFY)
