@@ -28,7 +28,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateStage
 from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
 
 from bench.conversation import AGENT, Conversation
-from bench.history import HistoryGrowth, history_size, tracked_runs
+from bench.history import HistoryGrowth, history_size, served_runs, tracked_runs
 from bench.stack import PRINCIPAL
 from bench.stats import RunTiming, Summary
 from bench.workflows import (
@@ -235,8 +235,17 @@ async def measure_variant(client: Client, name: str, variant: Variant, runs: int
     await variant.open()
     for _ in range(WARMUP_RUNS):
         await variant.run()
-    baseline = await history_size(client, variant.workflow_id)
-    timings, growth = await tracked_runs(client, variant.workflow_id, variant.run, runs, baseline)
+    if isinstance(variant, Thread):
+        # A thread continues as new after every run: each run is counted in the
+        # workflow run that served it.
+        timings = [await variant.run() for _ in range(runs)]
+        served = await served_runs(client, variant.workflow_id)
+        growth = HistoryGrowth(served.per_run[-runs:])
+    else:
+        baseline = await history_size(client, variant.workflow_id)
+        timings, growth = await tracked_runs(
+            client, variant.workflow_id, variant.run, runs, baseline
+        )
     # Runs are sequential: their latencies add up to the time spent running them.
     spent = sum(timing.last for timing in timings)
     return VariantResult(
