@@ -19,7 +19,7 @@ import uvicorn
 from ag_ui.core import Event
 from ag_ui_validate import Validator, create_validator
 from pydantic import TypeAdapter
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -29,7 +29,9 @@ from gateway.tokens import mint
 from settings import Settings
 from worker import build_worker, ensure_search_attributes
 from workflows.agents import EXAMPLES
+from workflows.models import ThreadStart
 from workflows.sdk.agent import AgentDefinition
+from workflows.thread import ThreadWorkflow
 from workflows.thread_ids import workflow_id_for
 
 TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
@@ -51,6 +53,28 @@ def bearer(subject: str = OWNER, groups: Sequence[str] = ()) -> dict[str, str]:
     tests (``TEST_SECRET``) accepts it."""
     token = mint(TEST_SECRET, subject, groups, settings=Settings(auth_hs256_secret=TEST_SECRET))
     return {"Authorization": f"Bearer {token}"}
+
+
+async def start_thread(
+    client: Client,
+    task_queue: str,
+    thread_id: str,
+    continue_after: int,
+    agent: str = "demo",
+) -> WorkflowHandle[ThreadWorkflow, None]:
+    """Start thread ``thread_id``'s workflow by hand, owned by :data:`OWNER`, as a
+    client's first run would (for tests that drive the workflow without the gateway)."""
+    return await client.start_workflow(
+        ThreadWorkflow.run,
+        ThreadStart(
+            thread_id=thread_id,
+            agent=agent,
+            owner=OWNER,
+            continue_as_new_after_runs=continue_after,
+        ),
+        id=workflow_id_for(thread_id),
+        task_queue=task_queue,
+    )
 
 
 def gateway_client(url: str, subject: str = OWNER, timeout: float = 30) -> httpx.AsyncClient:

@@ -20,14 +20,14 @@ from tests.helpers import (
     read_sse,
     run_input,
     serve_stack,
+    start_thread,
     types,
 )
 from worker import build_worker
 from workflows.agents import EXAMPLES
 from workflows.errors import ErrorCode
-from workflows.models import RunReply, RunRequest, ThreadStart
+from workflows.models import RunReply, RunRequest
 from workflows.thread import RUNS_CARRIED, ThreadWorkflow
-from workflows.thread_ids import workflow_id_for
 
 CYCLES = 500
 
@@ -121,17 +121,7 @@ async def test_a_thread_of_500_interrupt_cycles_continues_as_new_within_bounds(
     settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
     thread_id = new_thread()
     async with build_worker(client, settings, EXAMPLES):
-        thread = await client.start_workflow(
-            ThreadWorkflow.run,
-            ThreadStart(
-                thread_id=thread_id,
-                agent="demo",
-                owner=OWNER,
-                continue_as_new_after_runs=LONG_LIVED,
-            ),
-            id=workflow_id_for(thread_id),
-            task_queue=settings.task_queue,
-        )
+        thread = await start_thread(client, settings.task_queue, thread_id, LONG_LIVED)
         first_resume: dict[str, object] = {}
         for cycle in range(CYCLES):
             asked = await run(

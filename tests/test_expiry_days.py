@@ -9,12 +9,11 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from settings import Settings
-from tests.helpers import LONG_LIVED, OWNER, run_input
+from tests.helpers import LONG_LIVED, OWNER, run_input, start_thread
 from worker import build_worker
 from workflows.agents import EXAMPLES
-from workflows.models import RunRequest, ThreadStart
+from workflows.models import RunRequest
 from workflows.thread import ThreadWorkflow
-from workflows.thread_ids import workflow_id_for
 
 
 @pytest.mark.parametrize(
@@ -29,17 +28,7 @@ async def test_an_interrupt_expires_exactly_at_its_deadline(
     settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
     thread_id = f"thread-{uuid.uuid4()}"
     async with build_worker(skipping.client, settings, EXAMPLES):
-        handle = await skipping.client.start_workflow(
-            ThreadWorkflow.run,
-            ThreadStart(
-                thread_id=thread_id,
-                agent="demo",
-                owner=OWNER,
-                continue_as_new_after_runs=continue_after,
-            ),
-            id=workflow_id_for(thread_id),
-            task_queue=settings.task_queue,
-        )
+        handle = await start_thread(skipping.client, settings.task_queue, thread_id, continue_after)
         body = run_input(
             thread_id,
             "r1",

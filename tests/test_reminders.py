@@ -14,13 +14,13 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from settings import CONTINUE_AS_NEW_AFTER_RUNS, Settings
-from tests.helpers import LONG_LIVED, OWNER, free_port, run_input
+from tests.helpers import LONG_LIVED, OWNER, free_port, run_input, start_thread
 from tests.receiver import Receiver
 from worker import build_worker
 from workflows.agents import EXAMPLES
-from workflows.models import RunRequest, ThreadStart
+from workflows.models import RunRequest
 from workflows.thread import ThreadWorkflow
-from workflows.thread_ids import thread_id_of, workflow_id_for
+from workflows.thread_ids import thread_id_of
 
 FORM_LIFETIME = timedelta(days=3)
 """The demo form's default deadline; the demo agent reminds one day before it."""
@@ -37,17 +37,7 @@ async def _ask_form(
 ) -> tuple[Thread, dict[str, Any]]:
     """Start a thread whose first run asks the demo's quarterly form; the form as JSON."""
     thread_id = f"thread-{uuid.uuid4()}"
-    handle = await env.client.start_workflow(
-        ThreadWorkflow.run,
-        ThreadStart(
-            thread_id=thread_id,
-            agent="demo",
-            owner=OWNER,
-            continue_as_new_after_runs=continue_after,
-        ),
-        id=workflow_id_for(thread_id),
-        task_queue=settings.task_queue,
-    )
+    handle = await start_thread(env.client, settings.task_queue, thread_id, continue_after)
     body = run_input(thread_id, "r1", "quarterly", forwardedProps=forwarded)
     reply = await handle.execute_update(
         ThreadWorkflow.run_agent,

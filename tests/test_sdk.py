@@ -25,9 +25,9 @@ from temporalio.testing import WorkflowEnvironment
 from activities.chat import ChatReply, ChatRequest, ProposedCall, ScriptedModel, tool_results
 from activities.tooling import ToolInterrupt, tool, tool_context
 from settings import CONTINUE_AS_NEW_AFTER_RUNS, Settings
-from tests.helpers import LONG_LIVED, OWNER
+from tests.helpers import LONG_LIVED, OWNER, start_thread
 from worker import build_worker
-from workflows.models import RunReply, RunRequest, ThreadStart
+from workflows.models import RunReply, RunRequest
 from workflows.sdk import (
     AgentContext,
     AgentDefinition,
@@ -36,7 +36,6 @@ from workflows.sdk import (
     ToolCallView,
     interrupt_tool,
 )
-from workflows.thread_ids import workflow_id_for
 
 RAN: Counter[str] = Counter()
 """Tool runs and model calls, by ``<thread>/<name>``."""
@@ -261,16 +260,8 @@ async def session(
     settings = Settings(task_queue=f"tq-{uuid.uuid4()}")
     thread_id = f"thread-{uuid.uuid4()}"
     async with build_worker(env.client, settings, [defined]):
-        handle = await env.client.start_workflow(
-            "ThreadWorkflow",
-            ThreadStart(
-                thread_id=thread_id,
-                agent=defined.name,
-                owner=OWNER,
-                continue_as_new_after_runs=continue_after,
-            ),
-            id=workflow_id_for(thread_id),
-            task_queue=settings.task_queue,
+        handle = await start_thread(
+            env.client, settings.task_queue, thread_id, continue_after, defined.name
         )
         yield Session(env, handle, defined.name, thread_id)
 
