@@ -27,7 +27,7 @@ from ag_ui.core import MessagesSnapshotEvent, RunAgentInput, RunFinishedEvent
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateStage
 from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
 
-from bench.conversation import AGENT, Conversation
+from bench.conversation import Conversation
 from bench.history import HistoryGrowth, history_size, served_runs, tracked_runs
 from bench.stack import PRINCIPAL
 from bench.stats import RunTiming, Summary
@@ -41,6 +41,7 @@ from bench.workflows import (
 )
 from gateway.streaming import start_run
 from settings import Settings
+from workflows.agents.demo import DEMO
 from workflows.thread_ids import workflow_id_for
 
 WARMUP_RUNS = 2
@@ -187,7 +188,7 @@ class Thread:
         """Start the run with update-with-start and stream it as the gateway does."""
         run_input = RunAgentInput.model_validate(self.conversation.next_input())
         start = time.perf_counter()
-        stream = await start_run(self.client, self.settings, AGENT, run_input, PRINCIPAL)
+        stream = await start_run(self.client, self.settings, DEMO, run_input, PRINCIPAL)
         first: float | None = None
         last: float | None = None
         async for page in stream.pages():

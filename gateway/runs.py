@@ -85,7 +85,7 @@ async def run_agent(
     # The trace's root: Temporal's interceptor continues it into the workflow.
     with tracer.start_as_current_span("AG-UI run", attributes=attributes):
         try:
-            stream = await start_run(client, settings, agent.name, run_input, principal.subject)
+            stream = await start_run(client, settings, agent, run_input, principal.subject)
         except TEMPORAL_ERRORS as err:
             raise temporal_unavailable(err) from err
     pages = metrics.observe_run(agent.name, run_input, _guarded(run_input, stream))

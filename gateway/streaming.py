@@ -10,6 +10,11 @@ place the choice lives.
 Every event comes with its ``seq``, its position in the thread's event log, which the
 gateway sends as the SSE ``id``: a client that lost its stream reads the rest of the
 run from there with :func:`attach`.
+
+A thread's first run is checked here before it starts the thread's workflow, by the
+rules the workflow checks every run with (``workflows/admission.py``): update-with-start
+creates the workflow even when its validator then rejects the run, and a rejected run
+must create nothing.
 """
 
 from __future__ import annotations
@@ -18,12 +23,15 @@ import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Protocol
 
 from ag_ui.core import RunAgentInput
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
     WorkflowHandle,
+    WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
     WorkflowUpdateStage,
 )
@@ -32,10 +40,12 @@ from temporalio.common import (
     TypedSearchAttributes,
     WorkflowIDConflictPolicy,
 )
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from settings import Settings
 from workflows import search_attributes, visibility
+from workflows.admission import check_run
 from workflows.models import (
     EventsQuery,
     RunLookup,
@@ -44,7 +54,9 @@ from workflows.models import (
     RunRequest,
     SequencedEvent,
     ThreadStart,
+    ThreadState,
 )
+from workflows.sdk.agent import AgentDefinition
 from workflows.thread import ThreadWorkflow
 from workflows.thread_ids import workflow_id_for
 
@@ -63,8 +75,22 @@ def run_key_for(run_input: RunAgentInput, principal: str) -> str:
     return f"{run_input.run_id}:{digest}"
 
 
-class RunStream:
-    """A run accepted by its thread workflow, whose events can be streamed once."""
+class RunStream(Protocol):
+    """A run handed to its thread, whose events can be streamed once."""
+
+    def pages(self) -> AsyncIterator[list[SequencedEvent]]:
+        """The run's events in order, ending with its terminal event, in pages: the
+        events that arrived together, which the gateway writes to the client at once.
+
+        Raises:
+            WorkflowUpdateFailedError: The thread rejected the run; its cause carries
+                the stable code.
+        """
+        ...
+
+
+class AcceptedRun:
+    """A run accepted by its thread workflow."""
 
     def __init__(
         self,
@@ -77,8 +103,7 @@ class RunStream:
         self._poll_seconds = poll_seconds
 
     async def pages(self) -> AsyncIterator[list[SequencedEvent]]:
-        """The run's events in order, ending with its terminal event, in pages: the
-        events that arrived together, which the gateway writes to the client at once."""
+        """See :meth:`RunStream.pages`."""
         result = asyncio.ensure_future(self._update.result())
         after = 0
         try:
@@ -97,6 +122,18 @@ class RunStream:
                 yield rest
         finally:
             result.cancel()
+
+
+class RejectedRun:
+    """A thread's first run, rejected before it started the thread's workflow."""
+
+    def __init__(self, rejection: ApplicationError) -> None:
+        self._rejection = rejection
+
+    async def pages(self) -> AsyncIterator[list[SequencedEvent]]:
+        """No events: the rejection, as Temporal reports a workflow's."""
+        raise WorkflowUpdateFailedError(self._rejection)
+        yield []  # Unreachable; makes this an async generator, as the protocol has it.
 
 
 def thread_handle(client: Client, thread_id: str) -> WorkflowHandle[ThreadWorkflow, None]:
@@ -129,14 +166,19 @@ async def attach(
 
 
 async def start_run(
-    client: Client, settings: Settings, agent: str, run_input: RunAgentInput, principal: str
+    client: Client,
+    settings: Settings,
+    agent: AgentDefinition,
+    run_input: RunAgentInput,
+    principal: str,
 ) -> RunStream:
     """Hand a run to its thread's workflow, starting the workflow on the thread's first run.
 
     A thread that exists gets a plain update, which Temporal dispatches to the worker ~2
     ms sooner than update-with-start (``docs/bench.md``); when there is no such workflow
-    (or it has ended), the run starts one with update-with-start. Returns once the
-    workflow has received the run. A run the workflow rejects raises
+    (or it has ended), the run is checked against a new thread and, if the thread would
+    take it, starts one with update-with-start. Returns once the workflow has received
+    the run (or the run was rejected). A rejected run raises
     ``WorkflowUpdateFailedError`` (its cause carries the stable code) from
     :meth:`RunStream.pages`, as Temporal reports rejections with the outcome. A thread
     started by the run belongs to ``principal``; on anyone else's thread the run is
@@ -146,7 +188,7 @@ async def start_run(
         RPCError: Temporal could not be reached.
     """
     thread = thread_handle(client, run_input.thread_id)
-    request = RunRequest(agent=agent, input=run_input, principal=principal)
+    request = RunRequest(agent=agent.name, input=run_input, principal=principal)
     key = run_key_for(run_input, principal)
     try:
         update = await thread.start_update(
@@ -158,14 +200,21 @@ async def start_run(
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
+        new_thread = ThreadState(thread_id=run_input.thread_id, agent=agent.name, owner=principal)
+        try:
+            check_run(new_thread, request, agent, datetime.now(UTC))
+        except ApplicationError as rejection:
+            return RejectedRun(rejection)
         update = await client.start_update_with_start_workflow(
             ThreadWorkflow.run_agent,
             request,
             id=key,
-            start_workflow_operation=_start_thread(settings, agent, run_input.thread_id, principal),
+            start_workflow_operation=_start_thread(
+                settings, agent.name, run_input.thread_id, principal
+            ),
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
         )
-    return RunStream(thread, update, settings.stream_poll_seconds)
+    return AcceptedRun(thread, update, settings.stream_poll_seconds)
 
 
 def _start_thread(

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from temporalio.client import Client
 
 from tests.helpers import (
     Stack,
@@ -15,9 +17,11 @@ from tests.helpers import (
     new_thread,
     post_run,
     run_input,
+    serve_stack,
     types,
 )
 from workflows.errors import ErrorCode
+from workflows.sdk import AgentContext, AgentDefinition, ChatReply, ScriptedModel
 
 
 async def thread_of(stack: Stack, thread_id: str) -> dict[str, Any]:
@@ -47,6 +51,10 @@ async def resume(
 
 
 def approve(interrupt: dict, **payload: Any) -> dict[str, Any]:
+    return approve_value(interrupt, payload)
+
+
+def approve_value(interrupt: dict, payload: Any) -> dict[str, Any]:
     return {"interruptId": interrupt["id"], "status": "resolved", "payload": payload}
 
 
@@ -315,18 +323,36 @@ async def test_an_expired_interrupt_closes_by_itself_and_rejects_late_answers(
     assert events[-1]["outcome"] == {"type": "success"}
 
 
+async def hurry(ctx: AgentContext) -> None:
+    """Ask a question that expires a millisecond after it is asked."""
+    await ctx.interrupt(
+        "confirmation", message="Quick?", response=bool, expires=timedelta(milliseconds=1)
+    )
+
+
+HURRIED = AgentDefinition(
+    name="hurried",
+    description="Asks a question nobody can answer in time.",
+    model=ScriptedModel("hurried", lambda request: ChatReply(text="unused")),
+    turn=hurry,
+)
+
+
 async def test_a_resolved_answer_after_expiry_but_before_the_timer_is_rejected(
-    stack: Stack,
+    client: Client,
 ) -> None:
-    thread_id = new_thread()
-    [form] = await interrupted(
-        stack, thread_id, "quarterly", forwardedProps={"expiresInSeconds": 0.001}
-    )
-    events = await resume(
-        stack,
-        thread_id,
-        [filing(form, "Q1")],
-    )
+    # The demo's forms live at least a second; this agent's question, a millisecond.
+    async with serve_stack(client, agents=[HURRIED]) as stack:
+        thread_id = new_thread()
+        events = await post_run(stack.http, "hurried", run_input(thread_id, "r1", "go"))
+        [question] = events[-1]["outcome"]["interrupts"]
+        body = {
+            "threadId": thread_id,
+            "runId": "r2",
+            "messages": [],
+            "resume": [approve_value(question, True)],
+        }
+        events = await post_run(stack.http, "hurried", body)
     assert events[-1]["code"] == ErrorCode.INTERRUPT_EXPIRED
 
 

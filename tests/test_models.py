@@ -156,3 +156,25 @@ async def test_a_model_server_that_keeps_failing_is_a_run_error(
     assert len(server.requests) == 3
     again = await post_run(stack.http, "llm", run_input(thread_id, "r2", "hi", "again"))
     assert again[-1]["outcome"] == {"type": "success"}
+
+
+async def test_a_run_that_fails_midway_ends_with_the_threads_conversation(
+    llm: tuple[ChatServer, Stack],
+) -> None:
+    server, stack = llm
+    server.script(*[Reply(text=["Par", "tial"], error_after=1)] * 3)
+    thread_id = new_thread()
+
+    failed = await post_run(stack.http, "llm", run_input(thread_id, "r1", "hi"))
+
+    assert types(failed)[-2:] == ["MESSAGES_SNAPSHOT", "RUN_ERROR"]
+    assert failed[-1]["code"] == "AGENT_FAILED"
+    streamed = {e["messageId"] for e in failed if e["type"] == "TEXT_MESSAGE_START"}
+    conversation = failed[-2]["messages"]
+    assert streamed and not streamed & {m["id"] for m in conversation}
+    # A client that holds the conversation the run ended with resends it: what the
+    # failed turn streamed is not in it (a new assistant message would be refused).
+    body = run_input(thread_id, "r2", "again")
+    body["messages"] = [*conversation, {**body["messages"][0], "id": "m2"}]
+    again = await post_run(stack.http, "llm", body)
+    assert again[-1]["outcome"] == {"type": "success"}

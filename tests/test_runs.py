@@ -116,17 +116,18 @@ async def test_a_repeated_request_replays_the_run_instead_of_running_it_again(
 
 
 async def test_thread_state_sent_by_the_client_is_kept_and_snapshotted(stack: Stack) -> None:
+    # clarify declares no state, so it takes any JSON object.
     thread_id = new_thread()
     events = await post_run(
-        stack.http, "demo", run_input(thread_id, "r1", "hi", state={"theme": "dark"})
+        stack.http, "clarify", run_input(thread_id, "r1", "hi", state={"theme": "dark"})
     )
     snapshot = next(e for e in events if e["type"] == "STATE_SNAPSHOT")
     assert snapshot["snapshot"] == {"theme": "dark"}
 
     # A later run without state keeps it; one with state merges its keys in.
-    await post_run(stack.http, "demo", run_input(thread_id, "r2", "hi"))
+    await post_run(stack.http, "clarify", run_input(thread_id, "r2", "hi"))
     events = await post_run(
-        stack.http, "demo", run_input(thread_id, "r3", "hi", state={"lang": "en"})
+        stack.http, "clarify", run_input(thread_id, "r3", "hi", state={"lang": "en"})
     )
     snapshot = next(e for e in events if e["type"] == "STATE_SNAPSHOT")
     assert snapshot["snapshot"] == {"theme": "dark", "lang": "en"}

@@ -25,7 +25,8 @@ class ErrorCode(StrEnum):
     """The worker does not serve the thread's agent: the gateway's code for an agent it
     does not serve, as the workflow's validator meets it (``workflows/served.py``)."""
     INVALID_STATE = "INVALID_STATE"
-    """The input's ``state`` is not a JSON object."""
+    """The input's ``state`` is not a JSON object, or not one the agent accepts; the
+    message names the path."""
     INTERRUPTS_PENDING = "INTERRUPTS_PENDING"
     """Input without a resume while the thread waits on interrupts (rule 4)."""
     UNKNOWN_INTERRUPT = "UNKNOWN_INTERRUPT"
@@ -47,6 +48,12 @@ class ErrorCode(StrEnum):
     """An ``operator_resume`` without entries."""
     AGENT_FAILED = "AGENT_FAILED"
     """The agent's model or a tool failed after its retries; the thread stays usable."""
+    INVALID_FORWARDED_PROPS = "INVALID_FORWARDED_PROPS"
+    """The input's ``forwardedProps`` are not what the agent accepts; the message names
+    the path."""
+    MESSAGE_NOT_ALLOWED = "MESSAGE_NOT_ALLOWED"
+    """A new message a client may not add: a role the agent does not take from clients,
+    or a ``tool`` message that answers no unanswered call of a tool the client provides."""
 
 
 def rejection(code: ErrorCode, message: str) -> ApplicationError:

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from temporalio.exceptions import ApplicationError
+
     from workflows.errors import ErrorCode, rejection
     from workflows.sdk import AgentContext, AgentDefinition, ChatReply, ScriptedModel
 
@@ -56,11 +58,21 @@ def serve(task_queue: str, agents: Iterable[AgentDefinition]) -> Mapping[str, Ag
     return named
 
 
+def find(task_queue: str, name: str) -> AgentDefinition | None:
+    """Agent ``name`` as ``task_queue``'s worker serves it; ``None`` if it does not."""
+    return _SERVED.get(task_queue, {}).get(name)
+
+
 def check_served(task_queue: str, name: str) -> None:
     """Reject a run of agent ``name`` if ``task_queue``'s worker does not serve it, with
     the code the gateway answers for an agent it does not serve."""
-    if name not in _SERVED.get(task_queue, {}):
-        raise rejection(ErrorCode.UNKNOWN_AGENT, _not_served(name))
+    if find(task_queue, name) is None:
+        raise not_served(name)
+
+
+def not_served(name: str) -> ApplicationError:
+    """The rejection of a run of agent ``name`` where no agent by that name is served."""
+    return rejection(ErrorCode.UNKNOWN_AGENT, _not_served(name))
 
 
 def agent(task_queue: str, name: str) -> AgentDefinition:
@@ -72,7 +84,7 @@ def agent(task_queue: str, name: str) -> AgentDefinition:
     turn fails, saying so, so it ends with ``RUN_ERROR`` and the thread stays usable;
     raising here would leave the run open.
     """
-    served = _SERVED.get(task_queue, {}).get(name)
+    served = find(task_queue, name)
     return served if served is not None else _unserved(task_queue, name)
 
 

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     # ``from workflows import served`` would import an empty copy into it.
     import workflows.served as served
     from workflows import metrics, visibility
+    from workflows.admission import check_run
     from workflows.deadlines import Deadlines
     from workflows.details import current_details
     from workflows.errors import ErrorCode, rejection
@@ -86,6 +87,7 @@ class ThreadWorkflow:
     Update:
         run_agent(RunRequest) -> RunReply: executes one run to its terminal event and
             returns the run's events. Its validator enforces the interrupt contract and
+            what the agent accepts from clients (``workflows/admission.py``), and
             rejects bad input without touching history.
         operator_resume(OperatorResume) -> OperatorResult: an operator answers the open
             interrupts; also a signal of the same name.
@@ -292,32 +294,9 @@ class ThreadWorkflow:
 
     def _check_run(self, request: RunRequest) -> None:
         """Reject a run this thread must not execute; changes nothing."""
-        run_input = request.input
-        if request.principal != self._thread.owner:
-            # Anyone but the owner is told what they would be told of no thread at all.
-            raise rejection(ErrorCode.UNKNOWN_THREAD, f"No thread {run_input.thread_id!r}.")
-        if run_input.thread_id != self._thread.thread_id:
-            raise rejection(
-                ErrorCode.THREAD_MISMATCH,
-                f"This is thread {self._thread.thread_id!r}; "
-                f"the input names thread {run_input.thread_id!r}.",
-            )
-        if request.agent != self._thread.agent:
-            raise rejection(
-                ErrorCode.AGENT_MISMATCH,
-                f"Thread {self._thread.thread_id!r} belongs to agent {self._thread.agent!r}, "
-                f"not {request.agent!r}.",
-            )
-        served.check_served(workflow.info().task_queue, self._thread.agent)
-        if run_input.state is not None and not isinstance(run_input.state, dict):
-            raise rejection(ErrorCode.INVALID_STATE, "The input's state must be a JSON object.")
-        if self._earlier_run(request) is None:
-            check_resume(
-                self._thread.open_interrupts,
-                run_input.resume,
-                self._thread.applied,
-                workflow.now(),
-            )
+        agent = served.find(workflow.info().task_queue, self._thread.agent)
+        repeat = self._earlier_run(request) is not None
+        check_run(self._thread, request, agent, workflow.now(), repeat=repeat)
 
     def _earlier_run(self, request: RunRequest) -> RunRecord | None:
         """The run this request repeats, whose events answer it again.
@@ -471,6 +450,10 @@ class ThreadWorkflow:
             self._turn = None
             error = turn.exception()
             if error is not None:
+                # The conversation as the thread has it: a client that resends its own
+                # copy must not resend what the failed turn streamed but never added (a
+                # new assistant message is not a client's to write).
+                self._emit_messages_snapshot()
                 self.emit(
                     RunErrorEvent(message=_failure_message(error), code=ErrorCode.AGENT_FAILED)
                 )

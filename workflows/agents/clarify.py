@@ -2,7 +2,9 @@
 
 ``ask_user`` is an interrupt-only tool: the model calls it like any tool, the call
 becomes an ``input_required`` interrupt, and the chosen option is the tool's result. The
-scripted model asks with it when a booking names no time.
+scripted model asks with it when a booking names no time. It declares nothing of what a
+client sends, so it takes the defaults: any state object, any ``forwardedProps``, and
+``user`` messages (and results of tools the client provides).
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ for ``confirm`` and a custom policy hold for ``policy``. With none of them its m
 answers. Its turn is custom code over the SDK's steps: all questions at once, then one
 summary of what each answer led to.
 
+It declares what a client may send it: ``forwardedProps`` that time the form
+(:class:`FormTiming`) and the state it shares (:data:`DEMO_STATE`, what it writes itself),
+so its code reads them knowing they fit.
+
 ``send_email`` stands in for a mail API. With a mail URL configured
 (``AGUI_DEMO_MAIL_URL``) it posts each email there as JSON; without one it delivers
 nothing. Either way it behaves as a side effect should: the call's idempotency key makes
@@ -24,7 +28,8 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import RunAgentInput
-    from pydantic import Field
+    from pydantic import BaseModel, ConfigDict, Field
+    from pydantic.alias_generators import to_camel
 
     from activities.webhooks import post_json
     from settings import process_settings
@@ -46,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 DEFAULT_EXPIRY = timedelta(days=3)
+MAX_SECONDS = 365 * 24 * 3600
 
 Address = Annotated[str, Field(json_schema_extra={"format": "email"})]
 
@@ -87,6 +93,44 @@ QUARTERLY_FILING_SCHEMA: dict[str, Any] = {
     "required": ["quarter", "year", "revenue"],
 }
 """The spec's quarterly-filing form."""
+
+Seconds = Annotated[int, Field(ge=1, le=MAX_SECONDS)]
+"""A duration in whole seconds, at most a year."""
+
+
+class FormTiming(BaseModel):
+    """The ``forwardedProps`` the demo accepts: when the quarterly form expires and when
+    to be reminded of it, e.g. ``{"expiresInSeconds": 86400, "remindBeforeSeconds":
+    [7200, 3600]}``. Both are optional; nothing else is accepted."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+    expires_in_seconds: Seconds | None = None
+    """The form's lifetime; three days when absent."""
+    remind_before_seconds: Annotated[list[Seconds], Field(max_length=10)] | None = None
+    """Reminders this long before the deadline; the agent's (a day) when absent."""
+
+
+SENT_EMAIL: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "to": {"type": "string"},
+        "subject": {"type": "string"},
+        "body": {"type": "string"},
+    },
+    "required": ["to", "subject", "body"],
+    "additionalProperties": False,
+}
+DEMO_STATE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "outbox": {"type": "array", "items": SENT_EMAIL},
+        "filings": {"type": "array", "items": QUARTERLY_FILING_SCHEMA},
+    },
+    "additionalProperties": False,
+}
+"""The state the demo shares: what it writes (``outbox``, ``filings``), which a client
+sends back; no other key."""
 
 
 async def demo_turn(ctx: AgentContext) -> None:
@@ -177,24 +221,24 @@ DEMO = AgentDefinition(
     tools=[send_email],
     remind_before=(timedelta(days=1),),
     turn=demo_turn,
+    state=DEMO_STATE,
+    forwarded_props=FormTiming,
 )
 
 
 def form_expiry(run_input: RunAgentInput) -> timedelta:
     """``forwardedProps.expiresInSeconds``, or three days."""
-    seconds = _forwarded(run_input, "expiresInSeconds")
-    return timedelta(seconds=seconds) if isinstance(seconds, int | float) else DEFAULT_EXPIRY
+    seconds = _timing(run_input).expires_in_seconds
+    return DEFAULT_EXPIRY if seconds is None else timedelta(seconds=seconds)
 
 
 def form_reminders(run_input: RunAgentInput) -> list[timedelta] | None:
-    """``forwardedProps.remindBeforeSeconds`` (a list of numbers), or ``None`` for the
-    agent's default."""
-    seconds = _forwarded(run_input, "remindBeforeSeconds")
-    if not isinstance(seconds, list):
-        return None
-    return [timedelta(seconds=s) for s in seconds if isinstance(s, int | float)]
+    """``forwardedProps.remindBeforeSeconds``, or ``None`` for the agent's default."""
+    seconds = _timing(run_input).remind_before_seconds
+    return None if seconds is None else [timedelta(seconds=s) for s in seconds]
 
 
-def _forwarded(run_input: RunAgentInput, name: str) -> Any:
-    props = run_input.forwarded_props
-    return props.get(name) if isinstance(props, dict) else None
+def _timing(run_input: RunAgentInput) -> FormTiming:
+    """The run's ``forwardedProps``, which the thread admitted only if they fit
+    :class:`FormTiming`'s schema (a run no client sent has none)."""
+    return FormTiming.model_validate(run_input.forwarded_props or {})

@@ -5,7 +5,8 @@ and trusts the tool for the rest of the thread (a remembered decision, so later
 deletions on the thread do not ask).
 
 The tools simulate a file system, so the example runs anywhere and deletes nothing: a
-path's size is derived from its name.
+path's size is derived from its name. The state it shares (:class:`FilesState`) is the
+only state a client may send it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any, Literal
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from pydantic import BaseModel, ConfigDict
+
     from workflows.sdk import (
         AgentContext,
         AgentDefinition,
@@ -32,6 +35,14 @@ with workflow.unsafe.imports_passed_through():
 
 TRUSTED = "trustedTools"
 """Memory key: the tools the user said to stop asking about."""
+
+
+class FilesState(BaseModel):
+    """The state the agent shares, which a client sends back: the paths it deleted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    deleted: list[str] = []
 
 
 @tool
@@ -108,4 +119,5 @@ FILES = AgentDefinition(
     description="Cleans up the files you name (paths contain '/'), asking before it deletes.",
     model=MODEL,
     tools=[inspect_files, delete_files],
+    state=FilesState,
 )

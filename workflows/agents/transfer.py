@@ -2,7 +2,8 @@
 
 ``transfer_money`` asks for confirmation from inside the tool, then runs again from the
 top with the answer (Genkit's *restart*). The answer's schema admits nothing but
-``approved``, so a resume cannot change the recipient or the amount.
+``approved``, so a resume cannot change the recipient or the amount. The state it shares
+(:class:`TransferState`) is the only state a client may send it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from pydantic import BaseModel, ConfigDict
+    from pydantic.alias_generators import to_camel
+
     from workflows.sdk import (
         AgentContext,
         AgentDefinition,
@@ -38,6 +42,24 @@ CONFIRMATION: dict[str, object] = {
     "additionalProperties": False,
 }
 REQUEST = re.compile(r"transfer\s+(\d+(?:\.\d+)?)\s+to\s+(\w+)", re.IGNORECASE)
+
+
+class Transfer(BaseModel):
+    """A completed transfer, as the state keeps it."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+    to: str
+    amount: float
+    confirmation_id: str
+
+
+class TransferState(BaseModel):
+    """The state the agent shares, which a client sends back: its completed transfers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    transfers: list[Transfer] = []
 
 
 @tool
@@ -94,4 +116,5 @@ TRANSFER = AgentDefinition(
     model=MODEL,
     tools=[transfer_money],
     after_tool=[record_transfer],
+    state=TransferState,
 )

@@ -10,7 +10,7 @@ as long as the answers take (``workflows/sdk/journal.py`` says how).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -24,10 +24,12 @@ with workflow.unsafe.imports_passed_through():
         StateCapabilities,
         ToolsCapabilities,
     )
+    from pydantic import BaseModel
     from temporalio.exceptions import ApplicationError
 
     from activities.chat import ChatModel
     from activities.tooling import Tool
+    from workflows.client_input import DEFAULT_ROLES, ClientInput, ClientRole
     from workflows.errors import ErrorCode
     from workflows.models import Answer
     from workflows.sdk.context import AgentContext
@@ -74,6 +76,18 @@ class AgentDefinition:
         remind_before: Reminders before interrupts' deadlines (by webhook).
         max_model_calls: A turn that calls the model more often fails (a looping model).
         turn: See below.
+        state: The ``state`` a client may send, which is merged key by key into the
+            thread's state: a pydantic model or a JSON Schema of the object a run sends.
+            ``None``: any JSON object. A client sends back the state it was shown, so
+            the keys the agent writes belong in it too.
+        forwarded_props: The ``forwardedProps`` a client may send, likewise; ``None``:
+            anything. Agent code reads them (``ctx.input.forwarded_props``) knowing
+            they fit.
+        client_roles: The roles of the messages a client may add to the thread: by
+            default what AG-UI gives a client, ``user`` messages and ``tool`` results
+            of the tools it provides itself (``RunAgentInput.tools``). A ``tool``
+            message answers an unanswered call of such a tool, whatever the roles.
+            A run breaking any of these is rejected before it changes anything.
     """
 
     name: str
@@ -88,14 +102,23 @@ class AgentDefinition:
     turn: Callable[[AgentContext], Awaitable[None]] = model_loop
     """The turn's logic; by default the model loop. A custom turn uses the context's
     steps (``model``, ``propose``, ``run_tools``, ``call_tool``, ``interrupt_all``, ``say``)."""
+    state: type[BaseModel] | dict[str, Any] | None = None
+    forwarded_props: type[BaseModel] | dict[str, Any] | None = None
+    client_roles: frozenset[ClientRole] = DEFAULT_ROLES
+    accepts: ClientInput = field(init=False, repr=False, compare=False)
+    """``state``, ``forwarded_props`` and ``client_roles`` compiled, once."""
 
     def __post_init__(self) -> None:
         """Refuse two tools of one name: the model could not tell which it calls, and
-        one's approval would silently stand for the other's."""
+        one's approval would silently stand for the other's. Refuse a declaration of
+        client input that is no schema, or names no role."""
         names = [tool.name for tool in self.tools]
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise ValueError(f"Agent {self.name!r} has several tools named {repeated}.")
+        accepts = ClientInput.declared(self.state, self.forwarded_props, self.client_roles)
+        # A frozen dataclass sets its derived fields this way.
+        object.__setattr__(self, "accepts", accepts)
 
     def capabilities(self) -> AgentCapabilities:
         """Its tools, and which human-in-the-loop features its definition uses."""
@@ -113,6 +136,9 @@ class AgentDefinition:
                 interrupts=True,
                 approve_with_edits=any(approval.edits for approval in approvals),
             ),
+            # AG-UI has no field for what a client may send; custom is its place for
+            # what the standard categories do not cover.
+            custom={"clientInput": self.accepts.advertised()},
         )
 
     def activities(self) -> list[Callable[..., Any]]:
