@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
@@ -32,6 +32,12 @@ import tracing
 from logs import LogFormat
 
 DEFAULT_TEMPORAL_ADDRESS = "localhost:7233"
+MAX_BODY_BYTES = 1024 * 1024
+"""The default cap on a request body: 1 MiB, a long conversation resent whole."""
+MAX_STREAMS_PER_PRINCIPAL = 32
+"""The default cap on one principal's open event streams on one gateway replica: room
+for a busy client (``make bench`` runs 16 at once, the crash tests 20) with headroom,
+since a finished stream gives its slot back a moment after its client has read it."""
 CONTINUE_AS_NEW_AFTER_RUNS = 1
 """The default: a thread continues as new after every run, so between runs (waiting on
 interrupts for days, or idle) its workflow history holds only data, the carried
@@ -98,6 +104,25 @@ class Settings(BaseSettings):
     auth_anonymous: bool = False
     """Gateway: with no way to verify tokens configured, let requests in without one,
     all as ``anonymous``. For local experiments only; the gateway warns at start."""
+    max_body_bytes: int = Field(default=MAX_BODY_BYTES, ge=1)
+    """Gateway: the largest request body it reads; a larger one is a 413."""
+    allowed_hosts: Annotated[tuple[str, ...], NoDecode] = ()
+    """Gateway: the host names (comma-separated, no ports) requests may name in their
+    ``Host`` header; empty, any. ``GET /healthz`` is exempt, for probes by address."""
+    cors_origins: Annotated[tuple[str, ...], NoDecode] = ()
+    """Gateway: the origins (comma-separated, e.g. ``https://app.example.com``) whose
+    browser pages may call it; empty, none (no CORS headers at all)."""
+    max_streams_per_principal: int = Field(default=MAX_STREAMS_PER_PRINCIPAL, ge=1)
+    """Gateway: how many event streams (runs in flight, queued runs and attached
+    readers alike) one principal may hold open on one gateway replica."""
+
+    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        """A comma-separated variable as its items, blanks dropped."""
+        if isinstance(value, str):
+            return tuple(item.strip() for item in value.split(",") if item.strip())
+        return value
 
 
 @functools.cache

@@ -9,11 +9,19 @@ from contextlib import asynccontextmanager
 import httpx
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from temporalio.client import Client
 
 from gateway import agents, ops, runs, threads
 from gateway.auth import Authenticator
-from gateway.errors import ApiError, api_error_handler, validation_error_handler
+from gateway.edge import AllowedHosts, BodyLimit, Cors, InternalErrors
+from gateway.errors import (
+    ApiError,
+    api_error_handler,
+    http_error_handler,
+    validation_error_handler,
+)
+from gateway.limits import StreamSlots
 from gateway.metrics import GatewayMetrics, RequestCounter
 from settings import Settings, connect
 from workflows.sdk.agent import AgentDefinition
@@ -81,9 +89,19 @@ def create_app(
     app.state.auth = auth
     app.state.metrics = metrics
     app.state.agents = by_name(agents)
+    app.state.streams = StreamSlots(settings.max_streams_per_principal)
+    # The last added runs first: count every request, then check its Host, answer CORS,
+    # catch what a route did not expect, and cap the body a route reads.
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(InternalErrors)
+    if settings.cors_origins:
+        app.add_middleware(Cors, origins=settings.cors_origins)
+    if settings.allowed_hosts:
+        app.add_middleware(AllowedHosts, hosts=settings.allowed_hosts)
     app.add_middleware(RequestCounter, metrics=metrics)
     app.add_exception_handler(ApiError, api_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
+    app.add_exception_handler(StarletteHTTPException, http_error_handler)
     for router in ROUTERS:
         app.include_router(router)
     return app

@@ -1,18 +1,20 @@
 """What the routes depend on, as FastAPI dependencies: the Temporal client, the settings,
-the metrics and the agents served, which ``create_app`` sets on the app, and the
-principal each request's bearer token names."""
+the metrics and the agents served, which ``create_app`` sets on the app, the principal
+each request's bearer token names, a slot among the principal's open streams, and the
+ids in paths."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Annotated
 
-from fastapi import Depends, Request, Security
+from fastapi import Depends, Path, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from temporalio.client import Client
 
 from gateway.auth import Authenticator, Principal
 from gateway.errors import ApiError, GatewayErrorCode
+from gateway.limits import ID_PATTERN, StreamSlots
 from gateway.metrics import GatewayMetrics
 from settings import Settings
 from workflows.sdk.agent import AgentDefinition
@@ -65,6 +67,25 @@ PrincipalDep = Annotated[Principal, Depends(_principal)]
 every router but ``GET /healthz``'s does) has every route authenticated."""
 AUTHENTICATED = [Depends(_principal)]
 """Router dependencies: every route of the router needs a valid token."""
+
+
+async def _stream_slot(request: Request, principal: PrincipalDep) -> AsyncIterator[None]:
+    streams: StreamSlots = request.app.state.streams
+    # A dependency with yield ends after the response is sent: a stream holds its slot
+    # until it ends or its client goes away.
+    with streams.hold(principal.subject):
+        yield
+
+
+STREAM_SLOT = Depends(_stream_slot)
+"""Route dependency of every route that answers with an event stream: the stream holds
+one of the principal's ``AGUI_MAX_STREAMS_PER_PRINCIPAL`` slots, or the request is a 429."""
+
+ThreadIdPath = Annotated[str, Path(pattern=ID_PATTERN)]
+"""A ``threadId`` in a path: an id as ``gateway.limits.ID_RULE`` says, or a 422
+``INVALID_PARAMETER`` naming it (no run can have started such a thread)."""
+RunIdPath = Annotated[str, Path(pattern=ID_PATTERN)]
+"""A ``runId`` in a path, under the same rule."""
 
 
 async def _agent(agent_id: str, agents: AgentsDep) -> AgentDefinition:

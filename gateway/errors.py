@@ -2,11 +2,15 @@
 ``RUN_ERROR`` event after.
 
 Every error carries a stable ``code``: the gateway's own below, or the workflow's
-:class:`workflows.errors.ErrorCode` passed through unchanged.
+:class:`workflows.errors.ErrorCode` passed through unchanged. No message carries another
+system's text: a failure the client cannot act on is logged under an error id, and the
+client is told the id.
 """
 
 from __future__ import annotations
 
+import logging
+import uuid
 from enum import StrEnum
 from typing import Any
 
@@ -15,15 +19,23 @@ from fastapi import Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from temporalio.api.enums.v1 import ResourceExhaustedScope
+from temporalio.api.errordetails.v1 import ResourceExhaustedFailure
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
+
+from workflows.errors import ErrorCode
+
+log = logging.getLogger(__name__)
 
 
 class GatewayErrorCode(StrEnum):
     """Errors the gateway finds itself, before anything reaches a workflow."""
 
     MALFORMED_JSON = "MALFORMED_JSON"
+    """The body is not UTF-8 JSON, or nests deeper than the gateway parses (400)."""
     INVALID_RUN_INPUT = "INVALID_RUN_INPUT"
     UNKNOWN_AGENT = "UNKNOWN_AGENT"
     UNKNOWN_THREAD = "UNKNOWN_THREAD"
@@ -34,10 +46,32 @@ class GatewayErrorCode(StrEnum):
     INVALID_PARAMETER = "INVALID_PARAMETER"
     """A path, query or header parameter outside what the route accepts."""
     TEMPORAL_UNAVAILABLE = "TEMPORAL_UNAVAILABLE"
+    """Temporal cannot be reached, or is overloaded (503, with ``Retry-After``)."""
     UNAUTHENTICATED = "UNAUTHENTICATED"
     """No bearer token, or one that does not verify (401, with ``WWW-Authenticate``)."""
     AUTH_UNAVAILABLE = "AUTH_UNAVAILABLE"
     """The identity provider's keys cannot be fetched, so no token can be checked (503)."""
+    BODY_TOO_LARGE = "BODY_TOO_LARGE"
+    """The body is larger than ``AGUI_MAX_BODY_BYTES`` (413)."""
+    UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
+    """A body that does not say it is UTF-8 JSON (``Content-Type: application/json``) (415)."""
+    INVALID_HOST = "INVALID_HOST"
+    """The ``Host`` header names none of ``AGUI_ALLOWED_HOSTS`` (400)."""
+    CORS_REJECTED = "CORS_REJECTED"
+    """A CORS preflight from an origin not in ``AGUI_CORS_ORIGINS``, or asking for a
+    method or header the gateway does not allow (400)."""
+    TOO_MANY_REQUESTS = "TOO_MANY_REQUESTS"
+    """The principal holds ``AGUI_MAX_STREAMS_PER_PRINCIPAL`` streams already, or Temporal
+    rate-limits the namespace or the thread (429, with ``Retry-After``)."""
+    INPUT_TOO_LARGE = "INPUT_TOO_LARGE"
+    """Temporal refused the run's input, for its size (413)."""
+    UNKNOWN_ROUTE = "UNKNOWN_ROUTE"
+    """No endpoint at that path (404)."""
+    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+    """The path's endpoint does not take that method (405, with ``Allow``)."""
+    INTERNAL = "INTERNAL"
+    """Anything the gateway did not expect (500, or a ``RUN_ERROR``): the message carries
+    an error id, and the gateway's log the error under it."""
 
 
 TEMPORAL_ERRORS: tuple[type[Exception], ...] = (RPCError, RuntimeError)
@@ -45,8 +79,20 @@ TEMPORAL_ERRORS: tuple[type[Exception], ...] = (RPCError, RuntimeError)
 ``RuntimeError`` when a lazily connected client fails to connect at all."""
 
 
-RUN_FAILURES: tuple[type[Exception], ...] = (WorkflowUpdateFailedError, *TEMPORAL_ERRORS)
-"""What can end a run's stream early: the thread rejected it, or Temporal is unreachable."""
+RETRY_AFTER_SECONDS = 1
+"""What a ``Retry-After`` header says: a client over a cap, or told Temporal is busy or
+away, waits this long before it tries again."""
+
+UNREACHABLE = frozenset(
+    {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED}
+)
+"""Statuses of a call that did not reach a server (or a worker) able to answer it."""
+REFUSED_INPUT = frozenset({RPCStatusCode.INVALID_ARGUMENT, RPCStatusCode.OUT_OF_RANGE})
+"""Statuses of a call Temporal refused for what it carried: for a run, its input's
+size (the gateway sends nothing else a client controls that Temporal limits)."""
+RUN_ERROR_CODES = frozenset(code.value for code in ErrorCode)
+"""The workflow's stable codes: a rejection with any other type (a bug's exception,
+converted by the SDK) is reported as ``INTERNAL``, without its text."""
 
 
 class ApiError(Exception):
@@ -67,14 +113,18 @@ class ApiError(Exception):
         self.details = details
         self.headers = headers
 
+    def response(self) -> JSONResponse:
+        """The error as the gateway answers it."""
+        body: dict[str, Any] = {"code": self.code.value, "message": self.message}
+        if self.details is not None:
+            body["details"] = self.details
+        return JSONResponse({"error": body}, status_code=self.status, headers=self.headers)
+
 
 async def api_error_handler(_: Request, exc: Exception) -> JSONResponse:
     """Render an :class:`ApiError` as its JSON body."""
     assert isinstance(exc, ApiError)
-    body: dict[str, Any] = {"code": exc.code.value, "message": exc.message}
-    if exc.details is not None:
-        body["details"] = exc.details
-    return JSONResponse({"error": body}, status_code=exc.status, headers=exc.headers)
+    return exc.response()
 
 
 async def validation_error_handler(_: Request, exc: Exception) -> JSONResponse:
@@ -84,12 +134,126 @@ async def validation_error_handler(_: Request, exc: Exception) -> JSONResponse:
     error = ApiError(
         422, GatewayErrorCode.INVALID_PARAMETER, "A parameter is invalid.", details=details
     )
-    return await api_error_handler(_, error)
+    return error.response()
 
 
-def temporal_unavailable(err: Exception) -> ApiError:
-    """The 503 answered when Temporal cannot be reached."""
-    return ApiError(503, GatewayErrorCode.TEMPORAL_UNAVAILABLE, f"Temporal is unavailable: {err}")
+HTTP_ERRORS = {
+    404: (GatewayErrorCode.UNKNOWN_ROUTE, "No endpoint at this path."),
+    405: (GatewayErrorCode.METHOD_NOT_ALLOWED, "This endpoint does not take that method."),
+}
+"""The HTTP errors Starlette's router raises itself, in the gateway's error body."""
+
+
+async def http_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """An unknown path or method, in the gateway's one error body. The gateway's routes
+    raise :class:`ApiError`, never ``HTTPException``: any other status is a bug."""
+    assert isinstance(exc, StarletteHTTPException)
+    known = HTTP_ERRORS.get(exc.status_code)
+    if known is None:
+        return internal_error(exc).response()
+    code, message = known
+    headers = dict(exc.headers) if exc.headers else None
+    return ApiError(exc.status_code, code, message, headers=headers).response()
+
+
+def _logged(err: BaseException, code: GatewayErrorCode, *, traceback: bool) -> str:
+    """Log ``err`` under a new error id, which the client is told instead of its text
+    (Temporal's and gRPC's messages may name hosts, or carry credentials)."""
+    error_id = uuid.uuid4().hex
+    log.log(
+        logging.ERROR if traceback else logging.WARNING,
+        "error %s (%s): %s: %s",
+        error_id,
+        code.value,
+        type(err).__name__,
+        err,
+        exc_info=err if traceback else None,
+        extra={"code": code.value},
+    )
+    return error_id
+
+
+def internal_error(err: BaseException) -> ApiError:
+    """The 500 for anything the gateway did not expect; the traceback goes to the log."""
+    error_id = _logged(err, GatewayErrorCode.INTERNAL, traceback=True)
+    return ApiError(
+        500,
+        GatewayErrorCode.INTERNAL,
+        f"The gateway failed unexpectedly (error id {error_id}).",
+        details={"errorId": error_id},
+    )
+
+
+def temporal_error(err: Exception, *, sent_input: bool = False) -> ApiError:
+    """The HTTP error for a failed Temporal call, told apart by its gRPC status.
+
+    Temporal unreachable (or a worker, for reads) is 503 ``TEMPORAL_UNAVAILABLE``, and so
+    is a cluster that says it is overloaded; a rate limit of the namespace or the thread
+    (e.g. too many runs in flight on it) is 429 ``TOO_MANY_REQUESTS``; input Temporal
+    refuses (too large for a payload or a gRPC message) is 413 ``INPUT_TOO_LARGE``;
+    anything else is 500 ``INTERNAL``. The client gets an error id, the log the error.
+
+    Args:
+        err: What the call raised (one of :data:`TEMPORAL_ERRORS`).
+        sent_input: The call carried a client's run input, so a refusal is about it.
+    """
+    known = _classified(err, sent_input)
+    if known is None:
+        return internal_error(err)
+    status, code, message = known
+    error_id = _logged(err, code, traceback=False)
+    return ApiError(
+        status,
+        code,
+        f"{message} (error id {error_id}).",
+        details={"errorId": error_id},
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)} if status in (429, 503) else None,
+    )
+
+
+_UNAVAILABLE = (
+    503,
+    GatewayErrorCode.TEMPORAL_UNAVAILABLE,
+    "Temporal is unavailable; try again later",
+)
+_RATE_LIMITED = (
+    429,
+    GatewayErrorCode.TOO_MANY_REQUESTS,
+    "Temporal limits requests to this namespace or thread; try again later",
+)
+_INPUT_TOO_LARGE = (
+    413,
+    GatewayErrorCode.INPUT_TOO_LARGE,
+    "Temporal refused the run's input as too large; send less (e.g. shorter messages)",
+)
+
+
+def _classified(err: Exception, sent_input: bool) -> tuple[int, GatewayErrorCode, str] | None:
+    """What a failed call means for the client; ``None``: nothing it could act on."""
+    if not isinstance(err, RPCError):
+        # A lazily connected client that cannot connect raises a RuntimeError.
+        return _UNAVAILABLE if isinstance(err, RuntimeError) else None
+    if err.status in UNREACHABLE:
+        return _UNAVAILABLE
+    if err.status == RPCStatusCode.RESOURCE_EXHAUSTED:
+        scope = _exhausted_scope(err)
+        if scope == ResourceExhaustedScope.RESOURCE_EXHAUSTED_SCOPE_SYSTEM:
+            return _UNAVAILABLE
+        if scope is not None:
+            return _RATE_LIMITED
+        # Without Temporal's detail it is gRPC's own limit, on a message's size.
+        return _INPUT_TOO_LARGE if sent_input else None
+    return _INPUT_TOO_LARGE if sent_input and err.status in REFUSED_INPUT else None
+
+
+def _exhausted_scope(err: RPCError) -> int | None:
+    """The scope of Temporal's ``ResourceExhaustedFailure`` in the error's details, or
+    ``None`` when there is none (a limit of gRPC's own, not a rate limit)."""
+    for detail in err.grpc_status.details:
+        failure = ResourceExhaustedFailure()
+        if detail.Unpack(failure):
+            return int(failure.scope)
+    return None
 
 
 def unknown_thread(thread_id: str) -> ApiError:
@@ -99,22 +263,25 @@ def unknown_thread(thread_id: str) -> ApiError:
 
 
 def thread_read_error(thread_id: str, err: Exception) -> ApiError:
-    """A failed read of a thread: 404 when it does not exist, else Temporal is unavailable."""
+    """A failed read of a thread: 404 when it does not exist, else as
+    :func:`temporal_error` says."""
     if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
         return unknown_thread(thread_id)
-    return temporal_unavailable(err)
+    return temporal_error(err)
 
 
-def run_error_from(err: BaseException) -> RunErrorEvent:
+def run_error_from(err: Exception) -> RunErrorEvent:
     """The ``RUN_ERROR`` event for a failure met while starting or streaming a run.
 
-    A run rejected by the thread workflow keeps the workflow's stable code; anything
-    else means Temporal could not be reached.
+    A run rejected by the thread workflow keeps the workflow's stable code and message;
+    anything else is reported as :func:`temporal_error` would answer it, by code and a
+    message with an error id, never its text.
     """
-    if isinstance(err, WorkflowUpdateFailedError) and isinstance(err.cause, ApplicationError):
-        code = err.cause.type or "RUN_REJECTED"
-        return RunErrorEvent(message=err.cause.message, code=code)
-    return RunErrorEvent(
-        message=f"Temporal is unavailable: {err}",
-        code=GatewayErrorCode.TEMPORAL_UNAVAILABLE.value,
-    )
+    if isinstance(err, WorkflowUpdateFailedError):
+        cause = err.cause
+        if isinstance(cause, ApplicationError) and cause.type in RUN_ERROR_CODES:
+            return RunErrorEvent(message=cause.message, code=cause.type)
+        error = internal_error(cause or err)
+    else:
+        error = temporal_error(err)
+    return RunErrorEvent(message=error.message, code=error.code.value)

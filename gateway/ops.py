@@ -11,7 +11,7 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from gateway.deps import AUTHENTICATED, ClientDep, MetricsDep, SettingsDep
-from gateway.errors import TEMPORAL_ERRORS
+from gateway.errors import TEMPORAL_ERRORS, temporal_error
 from workflows.models import Model
 
 router = APIRouter()
@@ -22,7 +22,8 @@ class Health(Model):
 
     status: Literal["ok", "unavailable"]
     temporal: str
-    """``ok``, or why the gateway cannot use Temporal."""
+    """``ok``, or why the gateway cannot use Temporal (with an error id for the log,
+    never Temporal's own text: this route needs no token)."""
 
 
 @router.get("/openapi.json", dependencies=AUTHENTICATED, include_in_schema=False)
@@ -49,7 +50,7 @@ async def healthz(client: ClientDep, settings: SettingsDep, response: Response) 
         healthy = await client.service_client.check_health(timeout=timeout)
         detail = "ok" if healthy else "Temporal reports its service as not serving"
     except TEMPORAL_ERRORS as err:
-        healthy, detail = False, f"Temporal is unreachable: {err}"
+        healthy, detail = False, temporal_error(err).message
     if not healthy:
         response.status_code = 503
     return Health(status="ok" if healthy else "unavailable", temporal=detail)

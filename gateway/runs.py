@@ -17,17 +17,27 @@ from pydantic import ValidationError
 
 from gateway.auth import may_read
 from gateway.compat import DRAFT, encode_draft, normalise_draft_resume
-from gateway.deps import AUTHENTICATED, AgentDep, ClientDep, MetricsDep, PrincipalDep, SettingsDep
+from gateway.deps import (
+    AUTHENTICATED,
+    STREAM_SLOT,
+    AgentDep,
+    ClientDep,
+    MetricsDep,
+    PrincipalDep,
+    RunIdPath,
+    SettingsDep,
+    ThreadIdPath,
+)
 from gateway.errors import (
-    RUN_FAILURES,
     TEMPORAL_ERRORS,
     ApiError,
     GatewayErrorCode,
     run_error_from,
-    temporal_unavailable,
+    temporal_error,
     thread_read_error,
     unknown_thread,
 )
+from gateway.limits import ID_RULE, id_problems, parse_json
 from gateway.streaming import RunStream, attach, find_run, start_run, thread_handle
 from workflows.models import SequencedEvent
 
@@ -41,16 +51,25 @@ Page = list[Streamed]
 """Events that arrived together: the gateway writes them to the client in one chunk."""
 
 
+JSON = "application/json"
+
+
 async def _run_input(request: Request) -> RunAgentInput:
-    """The request body as a ``RunAgentInput``, or a 400/422 saying what is wrong."""
+    """The request body as a ``RunAgentInput``, or a 4xx saying what is wrong.
+
+    The body must say it is JSON: a page on another site can send any body as
+    ``text/plain`` without asking the browser's leave (no CORS preflight), never as
+    ``application/json``. Its size is capped as it is read (``gateway.edge.BodyLimit``).
+    """
+    _require_json(request.headers.get("content-type"))
     try:
-        body: Any = json.loads(await request.body())
+        body: Any = parse_json(await request.body())
     except ValueError as err:
         raise ApiError(
             400, GatewayErrorCode.MALFORMED_JSON, f"The body is not valid JSON: {err}."
         ) from err
     try:
-        return RunAgentInput.model_validate(normalise_draft_resume(body))
+        run_input = RunAgentInput.model_validate(normalise_draft_resume(body))
     except ValidationError as err:
         raise ApiError(
             422,
@@ -58,12 +77,34 @@ async def _run_input(request: Request) -> RunAgentInput:
             "The body is not an AG-UI RunAgentInput.",
             details=json.loads(err.json(include_url=False, include_context=False)),
         ) from err
+    problems = id_problems(run_input)
+    if problems:
+        raise ApiError(
+            422, GatewayErrorCode.INVALID_RUN_INPUT, f"Invalid ids. {ID_RULE}", details=problems
+        )
+    return run_input
+
+
+def _require_json(content_type: str | None) -> None:
+    """A 415 unless ``content_type`` is JSON, in UTF-8 if it names a charset."""
+    media_type, *parameters = (content_type or "").split(";")
+    charsets = {
+        value.strip().strip('"').lower()
+        for name, _, value in (parameter.partition("=") for parameter in parameters)
+        if name.strip().lower() == "charset"
+    }
+    if media_type.strip().lower() != JSON or not charsets <= {"utf-8"}:
+        raise ApiError(
+            415,
+            GatewayErrorCode.UNSUPPORTED_MEDIA_TYPE,
+            "The body must be UTF-8 JSON, sent with 'Content-Type: application/json'.",
+        )
 
 
 RunInputDep = Annotated[RunAgentInput, Depends(_run_input)]
 
 
-@router.post("/agents/{agent_id}", response_class=StreamingResponse)
+@router.post("/agents/{agent_id}", response_class=StreamingResponse, dependencies=[STREAM_SLOT])
 async def run_agent(
     agent: AgentDep,
     run_input: RunInputDep,
@@ -87,15 +128,19 @@ async def run_agent(
         try:
             stream = await start_run(client, settings, agent, run_input, principal.subject)
         except TEMPORAL_ERRORS as err:
-            raise temporal_unavailable(err) from err
+            raise temporal_error(err, sent_input=True) from err
     pages = metrics.observe_run(agent.name, run_input, _guarded(run_input, stream))
     return _sse(metrics.time_stream("/agents/{agent_id}", pages), compat)
 
 
-@router.get("/threads/{thread_id}/runs/{run_id}/events", response_class=StreamingResponse)
+@router.get(
+    "/threads/{thread_id}/runs/{run_id}/events",
+    response_class=StreamingResponse,
+    dependencies=[STREAM_SLOT],
+)
 async def run_events(
-    thread_id: str,
-    run_id: str,
+    thread_id: ThreadIdPath,
+    run_id: RunIdPath,
     principal: PrincipalDep,
     client: ClientDep,
     settings: SettingsDep,
@@ -137,14 +182,15 @@ async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator
 
     A run the thread rejected never started there, but AG-UI requires every run to open
     with ``RUN_STARTED``, so the gateway opens it before reporting the error; the thread
-    records none of it.
+    records none of it. Every failure ends the stream so: a rejection with the thread's
+    code, Temporal's failures by theirs, anything unexpected as ``INTERNAL``.
     """
     started = False
     try:
         async for page in stream.pages():
             started = True
             yield _streamed(page)
-    except RUN_FAILURES as err:
+    except Exception as err:
         error: Page = [(None, run_error_from(err))]
         if started:
             yield error

@@ -17,13 +17,14 @@ from gateway.deps import (
     ClientDep,
     PrincipalDep,
     SettingsDep,
+    ThreadIdPath,
     no_agent_named,
 )
 from gateway.errors import (
     TEMPORAL_ERRORS,
     ApiError,
     GatewayErrorCode,
-    temporal_unavailable,
+    temporal_error,
     thread_read_error,
     unknown_thread,
 )
@@ -84,7 +85,7 @@ async def interrupts(
 
 
 @router.get("/threads/{thread_id}")
-async def thread(thread_id: str, principal: PrincipalDep, client: ClientDep) -> ThreadView:
+async def thread(thread_id: ThreadIdPath, principal: PrincipalDep, client: ClientDep) -> ThreadView:
     """The thread's messages, state and runs, for its owner (and admins)."""
     try:
         view = await thread_handle(client, thread_id).query(ThreadWorkflow.view)
@@ -115,10 +116,11 @@ def _visibility_query(
 
 @contextmanager
 def _listing_errors() -> Iterator[None]:
-    """A listing's failures as HTTP errors: a bad cursor is 422, Temporal down 503."""
+    """A listing's failures as HTTP errors: a bad cursor is 422, Temporal's as
+    :func:`temporal_error` says."""
     try:
         yield
     except InvalidCursor as err:
         raise ApiError(422, GatewayErrorCode.INVALID_CURSOR, str(err)) from err
     except TEMPORAL_ERRORS as err:
-        raise temporal_unavailable(err) from err
+        raise temporal_error(err) from err

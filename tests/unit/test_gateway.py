@@ -1,14 +1,18 @@
 """Guards the gateway's HTTP surface where it answers without Temporal: requests it
 rejects up front, with their status and ``{"error": {...}}`` body, and the agent listings.
 
-The Temporal client is a stand-in whose every call fails the test, so a rejection here
-proves the request never reached Temporal. Only ``create_app`` and the client dependency
-are imported from the gateway, so a reorganisation of its routes changes one import.
+The Temporal client is a stand-in whose every call raises, which the gateway answers
+as any unexpected error: a 500 ``INTERNAL`` (the test then fails on the status), with
+the error logged. So a rejection here proves the request never reached Temporal.
+Only ``create_app`` and the client dependency are imported from the gateway, so a
+reorganisation of its routes changes one import.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn, cast
 
 import pytest
@@ -30,8 +34,11 @@ RUN_INPUT: dict[str, Any] = {"threadId": "t1", "runId": "r1", "messages": []}
 EVENTS = "/threads/t1/runs/r1/events"
 
 
+REACHED = "the request reached Temporal"
+
+
 class NoTemporal:
-    """Stands in for the Temporal client: calling anything through it fails the test.
+    """Stands in for the Temporal client: calling anything through it raises.
 
     Looking a method up is allowed, since Python evaluates ``client.method`` before the
     arguments, where a request may still be checked and rejected; no call, no request.
@@ -44,20 +51,29 @@ class NoTemporal:
         return NoTemporal(f"{self._path}.{name}")
 
     def __call__(self, *args: object, **kwargs: object) -> NoReturn:
-        raise AssertionError(f"the request reached Temporal: {self._path}(...)")
+        raise AssertionError(f"{REACHED}: {self._path}(...)")
 
 
-@pytest.fixture
-def http() -> Iterator[TestClient]:
-    """The gateway, with the stand-in as its client; server errors raise in the test."""
+@contextmanager
+def gateway(**settings: Any) -> Iterator[TestClient]:
+    """The gateway with these settings, with the stand-in as its client."""
     no_temporal = cast(Client, NoTemporal())
 
     async def client() -> Client:
         return no_temporal
 
-    app = create_app(EXAMPLES, Settings(auth_hs256_secret=TEST_SECRET), client=no_temporal)
+    app = create_app(
+        EXAMPLES, Settings(auth_hs256_secret=TEST_SECRET, **settings), client=no_temporal
+    )
     app.dependency_overrides[client_dependency] = client
     with TestClient(app, headers=bearer()) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def http() -> Iterator[TestClient]:
+    """The gateway as configured by default, with the stand-in as its client."""
+    with gateway() as test_client:
         yield test_client
 
 
@@ -70,6 +86,15 @@ def error_of(response: Any, status: int, code: str) -> dict[str, Any]:
     assert error["code"] == code
     assert isinstance(error["message"], str) and error["message"]
     return error
+
+
+def assert_reached_temporal(response: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """The request got as far as the stand-in: a 500 whose body has an error id and not
+    the exception's text, which the log has."""
+    error = error_of(response, 500, "INTERNAL")
+    assert error["details"]["errorId"] in error["message"]
+    assert REACHED not in response.text
+    assert REACHED in caplog.text
 
 
 # --- the stand-in itself -------------------------------------------------------------------
@@ -104,11 +129,14 @@ def error_of(response: Any, status: int, code: str) -> dict[str, Any]:
         "after-wins-over-header",
     ],
 )
-def test_a_valid_request_goes_on_to_temporal_and_fails_the_test_there(
-    http: TestClient, method: str, path: str, kwargs: dict[str, Any]
+def test_a_valid_request_goes_on_to_temporal(
+    http: TestClient,
+    caplog: pytest.LogCaptureFixture,
+    method: str,
+    path: str,
+    kwargs: dict[str, Any],
 ) -> None:
-    with pytest.raises(AssertionError, match="the request reached Temporal"):
-        http.request(method, path, **kwargs)
+    assert_reached_temporal(http.request(method, path, **kwargs), caplog)
 
 
 # --- the run's input ------------------------------------------------------------------------
@@ -157,6 +185,190 @@ def test_a_run_for_an_unknown_agent_is_not_found(http: TestClient) -> None:
 
     assert "'nobody'" in error["message"]
     assert ", ".join(sorted(AGENTS)) in error["message"]
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [None, "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin-1"],
+    ids=["none", "text-plain", "form", "other-charset"],
+)
+def test_a_run_body_not_sent_as_json_is_unsupported(
+    http: TestClient, content_type: str | None
+) -> None:
+    headers = {"content-type": content_type} if content_type else {}
+    response = http.post("/agents/demo", content=json.dumps(RUN_INPUT), headers=headers)
+
+    error_of(response, 415, "UNSUPPORTED_MEDIA_TYPE")
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/json", "Application/JSON; charset=UTF-8", 'application/json;charset="utf-8"'],
+)
+def test_a_json_content_type_with_parameters_is_accepted(
+    http: TestClient, caplog: pytest.LogCaptureFixture, content_type: str
+) -> None:
+    response = http.post(
+        "/agents/demo", content=json.dumps(RUN_INPUT), headers={"content-type": content_type}
+    )
+
+    assert_reached_temporal(response, caplog)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 200_000, b'{"a":' * 65 + b"1" + b"}" * 65, b"\xff{}"],
+    ids=["200k-brackets", "65-objects", "not-utf-8"],
+)
+def test_a_body_too_deep_or_not_utf8_is_malformed_never_a_500(
+    http: TestClient, body: bytes
+) -> None:
+    response = http.post("/agents/demo", content=body, headers={"content-type": "application/json"})
+
+    error_of(response, 400, "MALFORMED_JSON")
+
+
+@pytest.mark.parametrize(
+    ("patch", "location"),
+    [
+        ({"threadId": "a/b"}, ["threadId"]),
+        ({"runId": "x" * 129}, ["runId"]),
+        ({"parentRunId": "."}, ["parentRunId"]),
+        ({"messages": [{"id": "m 1", "role": "user", "content": "hi"}]}, ["messages", 0, "id"]),
+        (
+            {"messages": [{"id": "m1", "role": "tool", "toolCallId": "", "content": "x"}]},
+            ["messages", 0, "toolCallId"],
+        ),
+        (
+            {
+                "messages": [
+                    {
+                        "id": "m1",
+                        "role": "assistant",
+                        "toolCalls": [
+                            {
+                                "id": "c?1",
+                                "type": "function",
+                                "function": {"name": "f", "arguments": ""},
+                            }
+                        ],
+                    }
+                ]
+            },
+            ["messages", 0, "toolCalls", 0, "id"],
+        ),
+        (
+            {"resume": [{"interruptId": "int 1", "status": "cancelled"}]},
+            ["resume", 0, "interruptId"],
+        ),
+    ],
+    ids=[
+        "thread",
+        "run-too-long",
+        "parent-run",
+        "message",
+        "tool-call-id",
+        "tool-call",
+        "interrupt",
+    ],
+)
+def test_an_id_outside_the_rule_is_invalid_run_input_naming_it(
+    http: TestClient, patch: dict[str, Any], location: list[str | int]
+) -> None:
+    error = error_of(
+        http.post("/agents/demo", json={**RUN_INPUT, **patch}), 422, "INVALID_RUN_INPUT"
+    )
+
+    assert [detail["loc"] for detail in error["details"]] == [location]
+
+
+@pytest.mark.parametrize(
+    ("path", "parameter"),
+    [
+        ("/threads/a%20b", "thread_id"),
+        (f"/threads/{'x' * 129}", "thread_id"),
+        ("/threads/.x/runs/r1/events", "thread_id"),
+        ("/threads/t1/runs/r%3F1/events", "run_id"),
+    ],
+    ids=["thread-space", "thread-too-long", "thread-leading-dot", "run-question-mark"],
+)
+def test_an_id_outside_the_rule_in_a_path_is_an_invalid_parameter(
+    http: TestClient, path: str, parameter: str
+) -> None:
+    error = error_of(http.get(path), 422, "INVALID_PARAMETER")
+
+    assert [detail["loc"] for detail in error["details"]] == [["path", parameter]]
+
+
+# --- the edge: body size, hosts, CORS, unknown routes ----------------------------------------
+
+
+def test_a_body_over_the_cap_is_too_large_with_or_without_a_length() -> None:
+    body = json.dumps({**RUN_INPUT, "forwardedProps": {"pad": "x" * 200}}).encode()
+    headers = {"content-type": "application/json"}
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, len(body), 50):
+            yield body[start : start + 50]
+
+    with gateway(max_body_bytes=100) as small:
+        error = error_of(
+            small.post("/agents/demo", content=body, headers=headers), 413, "BODY_TOO_LARGE"
+        )
+        assert "100 bytes" in error["message"]
+        error_of(
+            small.post("/agents/demo", content=chunks(), headers=headers), 413, "BODY_TOO_LARGE"
+        )
+
+
+def test_a_host_not_allowed_is_invalid_but_healthz_answers_any(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with gateway(allowed_hosts="gateway.example.com, other.example.com") as http:
+        error_of(http.get("/agents"), 400, "INVALID_HOST")
+        error_of(http.get("/agents", headers={"host": "evil.example"}), 400, "INVALID_HOST")
+        assert http.get("/agents", headers={"host": "Gateway.Example.com:443"}).status_code == 200
+        assert_reached_temporal(http.get("/healthz", headers={"host": "10.0.0.7:8000"}), caplog)
+
+
+def test_cors_answers_the_listed_origins_only() -> None:
+    preflight = {
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, content-type, last-event-id",
+    }
+    with gateway(cors_origins="https://app.example.com") as http:
+        allowed = http.options(
+            "/agents/demo", headers={"origin": "https://app.example.com", **preflight}
+        )
+        assert allowed.status_code == 200
+        assert allowed.headers["access-control-allow-origin"] == "https://app.example.com"
+        simple = http.get("/agents", headers={"origin": "https://app.example.com"})
+        assert simple.headers["access-control-allow-origin"] == "https://app.example.com"
+        assert "Retry-After" in simple.headers["access-control-expose-headers"]
+
+        other = http.options(
+            "/agents/demo", headers={"origin": "https://evil.example", **preflight}
+        )
+        error_of(other, 400, "CORS_REJECTED")
+        assert "access-control-allow-origin" not in other.headers
+        assert (
+            "access-control-allow-origin"
+            not in http.get("/agents", headers={"origin": "https://evil.example"}).headers
+        )
+
+
+def test_without_cors_origins_no_cors_headers_are_sent(http: TestClient) -> None:
+    response = http.get("/agents", headers={"origin": "https://app.example.com"})
+
+    assert response.status_code == 200
+    assert not [name for name in response.headers if name.startswith("access-control-")]
+
+
+def test_an_unknown_path_or_method_has_the_error_body(http: TestClient) -> None:
+    error_of(http.get("/nowhere"), 404, "UNKNOWN_ROUTE")
+    response = http.delete("/agents")
+    error_of(response, 405, "METHOD_NOT_ALLOWED")
+    assert response.headers["allow"] == "GET"
 
 
 # --- event ids -------------------------------------------------------------------------------
@@ -326,9 +538,8 @@ def test_every_route_but_healthz_needs_a_valid_token_before_anything_else(
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
 
 
-def test_healthz_needs_no_token(http: TestClient) -> None:
-    with pytest.raises(AssertionError, match="the request reached Temporal"):
-        http.get("/healthz", headers={"Authorization": ""})
+def test_healthz_needs_no_token(http: TestClient, caplog: pytest.LogCaptureFixture) -> None:
+    assert_reached_temporal(http.get("/healthz", headers={"Authorization": ""}), caplog)
 
 
 def test_a_gateway_with_no_way_to_verify_tokens_does_not_start() -> None:

@@ -1,0 +1,146 @@
+"""What one request, and one principal, may ask of the gateway: how its JSON may nest,
+what its ids may be, how many event streams it may hold open.
+
+Pure and without I/O, so the unit tier checks them; the body's size and its content type
+are checked where the body is read (``gateway.edge``, ``gateway.runs``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ag_ui.core import AssistantMessage, RunAgentInput, ToolMessage
+
+from gateway.errors import RETRY_AFTER_SECONDS, ApiError, GatewayErrorCode
+
+MAX_JSON_DEPTH = 64
+"""How deeply a body's arrays and objects may nest. AG-UI input nests a handful of
+levels; state and tool arguments rarely a dozen. Deeper input would make the JSON parser,
+pydantic and the data converter recurse (200,000 ``[`` exhaust Python's stack)."""
+
+MAX_ID_LENGTH = 128
+ID_PATTERN = rf"^[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]{{0,{MAX_ID_LENGTH - 1}}}$"
+"""Every id a client sends (thread, run, message, tool call, interrupt): 1 to 128 ASCII
+letters, digits and ``_.:@-``, not starting with a dot. That covers uuids, OpenAI's
+``call_…``, nanoids and the thread's own ``int-…``/``operator-…``/``expiry-…``, and
+every such id is one URL path segment as it is (so ``GET /threads/{threadId}`` reads back
+any thread a run started; ``.`` and ``..`` would be resolved away by clients)."""
+ID_RULE = (
+    f"An id is 1 to {MAX_ID_LENGTH} characters of A-Z, a-z, 0-9 and '_.:@-', not starting with '.'."
+)
+_ID = re.compile(ID_PATTERN)
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)', re.DOTALL)
+"""A JSON string, or an unterminated one to the end of the body. Possessive, and always
+matching from a quote, so the scan is linear in the body's size whatever it holds."""
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_OPENERS = bytes.maketrans(b"{}", b"[]")
+
+
+def parse_json(body: bytes) -> Any:
+    """The body as JSON, once it is UTF-8 and nests at most :data:`MAX_JSON_DEPTH` deep.
+
+    The depth is found before parsing, without recursion and at C speed: strings are
+    cut out, every bracket outside them is kept, and innermost pairs are removed one
+    level per pass. Brackets left after :data:`MAX_JSON_DEPTH` passes are too deep, or
+    unbalanced; either way the body is refused before the parser sees it.
+
+    Raises:
+        ValueError: The body is not UTF-8, nests too deeply, or is not JSON; the
+            message says which.
+    """
+    text = body.decode("utf-8-sig")
+    brackets = _STRING.sub(b"", body).translate(_OPENERS, _NOT_BRACKETS)
+    for _ in range(MAX_JSON_DEPTH):
+        if not brackets:
+            break
+        brackets = brackets.replace(b"[]", b"")
+    if brackets:
+        raise ValueError(
+            f"arrays and objects nest deeper than {MAX_JSON_DEPTH} levels, or do not close"
+        )
+    return json.loads(text)
+
+
+def id_problems(run_input: RunAgentInput) -> list[dict[str, Any]]:
+    """Every id in ``run_input`` that breaks :data:`ID_RULE`, as validation details
+    (``loc`` in the body's camelCase, as pydantic's are)."""
+    found: list[tuple[list[str | int], str | None]] = [
+        (["threadId"], run_input.thread_id),
+        (["runId"], run_input.run_id),
+        (["parentRunId"], run_input.parent_run_id),
+    ]
+    for i, message in enumerate(run_input.messages):
+        found.append((["messages", i, "id"], message.id))
+        if isinstance(message, AssistantMessage):
+            for j, call in enumerate(message.tool_calls or []):
+                found.append((["messages", i, "toolCalls", j, "id"], call.id))
+        if isinstance(message, ToolMessage):
+            found.append((["messages", i, "toolCallId"], message.tool_call_id))
+    for i, entry in enumerate(run_input.resume or []):
+        found.append((["resume", i, "interruptId"], entry.interrupt_id))
+    return [
+        {"type": "invalid_id", "loc": loc, "msg": ID_RULE}
+        for loc, value in found
+        if value is not None and not valid_id(value)
+    ]
+
+
+def valid_id(value: str) -> bool:
+    """Whether ``value`` is an id as :data:`ID_RULE` says."""
+    return _ID.fullmatch(value) is not None
+
+
+def too_many(message: str) -> ApiError:
+    """The 429 for a request over a cap, with ``Retry-After``."""
+    return ApiError(
+        429,
+        GatewayErrorCode.TOO_MANY_REQUESTS,
+        message,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+
+
+class StreamSlots:
+    """How many event streams each principal holds open on this gateway process.
+
+    In memory, per process: behind a load balancer each replica counts its own, so a
+    principal may hold the cap on every replica.
+
+    Args:
+        limit: The most streams one principal may hold open at once.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._open: Counter[str] = Counter()
+
+    def open(self, subject: str) -> int:
+        """How many streams ``subject`` holds open now."""
+        return self._open[subject]
+
+    @contextmanager
+    def hold(self, subject: str) -> Iterator[None]:
+        """Hold one of ``subject``'s slots for the block.
+
+        Raises:
+            ApiError: 429 ``TOO_MANY_REQUESTS``: every slot is taken.
+        """
+        if self._open[subject] >= self._limit:
+            raise too_many(
+                f"This principal already has {self._limit} event streams open on this "
+                "gateway (runs in flight or queued, and attached readers); close one, "
+                "or wait for a run to end."
+            )
+        self._open[subject] += 1
+        try:
+            yield
+        finally:
+            self._open[subject] -= 1
+            if not self._open[subject]:
+                del self._open[subject]
