@@ -1,15 +1,18 @@
 """The ``demo`` agent: every kind of interrupt, deterministically, on the agent SDK.
 
-It reads the latest user message and, in one run, asks everything that applies: an
-approval (with edits) for each email address, a form for the word ``quarterly``, a yes/no
-for ``confirm`` and a custom policy hold for ``policy``. With none of them its model
-answers. Its turn is custom code over the SDK's steps: all questions at once, then one
-summary of what each answer led to.
+It reads the latest user message (its first ``SCANNED_CHARS`` characters: the turn is
+workflow code, which must not spend long on a client's text) and, in one run, asks
+everything that applies: an approval (with edits) for each email address, a form for the
+word ``quarterly``, a yes/no for ``confirm`` and a custom policy hold for ``policy``. With
+none of them its model answers. Its turn is custom code over the SDK's steps: all
+questions at once, then one summary of what each answer led to.
 
 ``send_email`` stands in for a mail API. With a mail URL configured
 (``AGUI_DEMO_MAIL_URL``) it posts each email there as JSON; without one it delivers
 nothing. Either way it behaves as a side effect should: the call's idempotency key makes
-a retried call a repeat the mail API recognises, never a second email.
+a retried call a repeat the mail API recognises, never a second email. It is a regular
+activity, not a local one: a local activity runs again whenever the workflow task that
+ran it is retried.
 """
 
 from __future__ import annotations
@@ -44,7 +47,12 @@ with workflow.unsafe.imports_passed_through():
         tool_context,
     )
 
-EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
+"""An email address. Possessive, and starting only where a word does, so a scan is linear
+in the text's length whatever the text (without both it is quadratic on a long run of
+word characters with no ``@``)."""
+SCANNED_CHARS = 4_000
+"""Characters of the latest user message the turn reads (and mails as the body)."""
 DEFAULT_EXPIRY = timedelta(days=3)
 
 Address = Annotated[str, Field(json_schema_extra={"format": "email"})]
@@ -58,7 +66,7 @@ APPROVAL = Approval(
 )
 
 
-@tool(local=True, approval=APPROVAL)
+@tool(approval=APPROVAL)
 async def send_email(to: Address, subject: str, body: str) -> dict[str, str]:
     """Send an email; the message id is a function of the call's idempotency key."""
     key = tool_context().idempotency_key
@@ -91,7 +99,7 @@ QUARTERLY_FILING_SCHEMA: dict[str, Any] = {
 
 async def demo_turn(ctx: AgentContext) -> None:
     """Ask every question the latest user message calls for, then act on the answers."""
-    text = ctx.latest_user_text()
+    text = ctx.latest_user_text()[:SCANNED_CHARS]
     words = set(re.findall(r"[a-z]+", text.lower()))
     calls = ctx.propose(
         [
@@ -181,9 +189,10 @@ DEMO = AgentDefinition(
 
 
 def form_expiry(run_input: RunAgentInput) -> timedelta:
-    """``forwardedProps.expiresInSeconds``, or three days."""
+    """``forwardedProps.expiresInSeconds``, or three days. The engine refuses a question
+    that expires too far ahead (``INVALID_QUESTION``), so any number is passed on."""
     seconds = _forwarded(run_input, "expiresInSeconds")
-    return timedelta(seconds=seconds) if isinstance(seconds, int | float) else DEFAULT_EXPIRY
+    return _duration(seconds) if isinstance(seconds, int | float) else DEFAULT_EXPIRY
 
 
 def form_reminders(run_input: RunAgentInput) -> list[timedelta] | None:
@@ -192,7 +201,16 @@ def form_reminders(run_input: RunAgentInput) -> list[timedelta] | None:
     seconds = _forwarded(run_input, "remindBeforeSeconds")
     if not isinstance(seconds, list):
         return None
-    return [timedelta(seconds=s) for s in seconds if isinstance(s, int | float)]
+    return [_duration(s) for s in seconds if isinstance(s, int | float)]
+
+
+def _duration(seconds: float) -> timedelta:
+    """``seconds`` as a duration; one beyond what a ``timedelta`` holds (``1e20``) or not
+    a number (``NaN``) as the longest one, which the engine refuses as it should."""
+    try:
+        return timedelta(seconds=seconds)
+    except (OverflowError, ValueError):
+        return timedelta.max
 
 
 def _forwarded(run_input: RunAgentInput, name: str) -> Any:
