@@ -170,16 +170,26 @@ def tool(
             arguments from the model are not retried: the model is told what is wrong.
         local: Run as a local activity: in the worker that runs the turn, inside the
             workflow task, without a round trip through the task queue. For short
-            calls (seconds); what a person waits for after approving one shrinks by
-            about a quarter (``docs/bench.md``).
+            calls (seconds) without side effects: a local activity runs again whenever
+            the workflow task that ran it is retried (a crashed worker, a deploy), so a
+            tool with an ``approval`` may not be local.
         approval: Each call (that the approval applies to) waits for a person's
             approval first; declared here, it cannot fall away from an agent.
         before: Hooks before each call of this tool (``BeforeTool``).
         after: Hooks after each call of this tool ran (``AfterTool``).
+
+    Raises:
+        ValueError: ``local`` together with ``approval``.
     """
 
     def make(function: Callable[..., Awaitable[Any]]) -> Tool:
         tool_name = name or function.__name__
+        if local and approval is not None:
+            raise ValueError(
+                f"Tool {tool_name!r} needs approval, so it has an effect worth asking "
+                "about: it may not be local (a local activity runs again whenever its "
+                "workflow task is retried)."
+            )
         arguments = arguments_model(function, tool_name)
 
         async def run(invocation: ToolInvocation) -> ToolOutcome:

@@ -29,7 +29,7 @@ from gateway.tokens import mint
 from settings import Settings
 from worker import build_worker, ensure_search_attributes
 from workflows.agents import EXAMPLES
-from workflows.models import ThreadStart
+from workflows.models import ThreadStart, ThreadState
 from workflows.sdk.agent import AgentDefinition
 from workflows.thread import ThreadWorkflow
 from workflows.thread_ids import workflow_id_for
@@ -61,9 +61,11 @@ async def start_thread(
     thread_id: str,
     continue_after: int,
     agent: str = "demo",
+    state: ThreadState | None = None,
 ) -> WorkflowHandle[ThreadWorkflow, None]:
     """Start thread ``thread_id``'s workflow by hand, owned by :data:`OWNER`, as a
-    client's first run would (for tests that drive the workflow without the gateway)."""
+    client's first run would (for tests that drive the workflow without the gateway),
+    or, with ``state``, as a continue-as-new carrying it would."""
     return await client.start_workflow(
         ThreadWorkflow.run,
         ThreadStart(
@@ -71,6 +73,7 @@ async def start_thread(
             agent=agent,
             owner=OWNER,
             continue_as_new_after_runs=continue_after,
+            state=state,
         ),
         id=workflow_id_for(thread_id),
         task_queue=task_queue,

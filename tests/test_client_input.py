@@ -126,7 +126,7 @@ def server_tool_result(interrupt: dict[str, Any]) -> dict[str, Any]:
             "forwardedProps/expiresInSeconds: ",
         ),
         (
-            {"forwardedProps": {"remindBeforeSeconds": [60] * 11}},
+            {"forwardedProps": {"remindBeforeSeconds": [60] * 6}},
             ErrorCode.INVALID_FORWARDED_PROPS,
             "forwardedProps/remindBeforeSeconds: ",
         ),

@@ -18,6 +18,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import AssistantMessage, Message, RunAgentInput, ToolMessage
 
+    from workflows import budgets
     from workflows.errors import ErrorCode, rejection
     from workflows.interrupts import check_resume
     from workflows.models import RunRequest, ThreadState
@@ -64,7 +65,7 @@ def check_run(
         )
     if agent is None:
         raise not_served(thread.agent)
-    # Checks of the input's size go here, before any of its content is read.
+    budgets.check_run_input(run_input, thread)
     _check_client_input(thread, run_input, agent)
     if not repeat:
         check_resume(thread.open_interrupts, run_input.resume, thread.applied, now)

@@ -20,6 +20,10 @@ with workflow.unsafe.imports_passed_through():
 
 ARGUMENTS_SHOWN = 80
 """Characters of a tool call's arguments shown before they are cut with an ellipsis."""
+SUBJECT_SHOWN = 200
+"""Characters of what an interrupt is about (its message) shown, likewise."""
+ARGUMENTS_READ = 16 * 1024
+"""A tool call's arguments longer than this are shown as they are, not parsed."""
 
 WAITING_FOR = {
     "tool_call": "Waiting for approval",
@@ -44,7 +48,7 @@ def _waiting_line(interrupt: Interrupt, messages: Sequence[Message]) -> str:
     subject = interrupt.message or ""
     if interrupt.tool_call_id is not None:
         subject = _tool_call(interrupt.tool_call_id, messages) or subject
-    line = f"{label}: {subject}" if subject else label
+    line = f"{label}: {_cut(subject, SUBJECT_SHOWN)}" if subject else label
     deadline = parse_expiry(interrupt)
     if deadline is not None:
         line += f", expires {deadline:%Y-%m-%d %H:%M} UTC"
@@ -65,15 +69,19 @@ def _tool_call(tool_call_id: str, messages: Sequence[Message]) -> str | None:
     )
     if call is None:
         return None
+    raw = call.function.arguments
     try:
-        arguments = json.loads(call.function.arguments)
+        arguments = json.loads(raw) if len(raw) <= ARGUMENTS_READ else None
     except ValueError:
         arguments = None
     shown = (
         ", ".join(f"{name}={value!r}" for name, value in arguments.items())
         if isinstance(arguments, dict)
-        else call.function.arguments
+        else raw
     )
-    if len(shown) > ARGUMENTS_SHOWN:
-        shown = shown[: ARGUMENTS_SHOWN - 1] + "…"
-    return f"{call.function.name}({shown})"
+    return f"{_cut(call.function.name, ARGUMENTS_SHOWN)}({_cut(shown, ARGUMENTS_SHOWN)})"
+
+
+def _cut(text: str, length: int) -> str:
+    """``text``, cut with an ellipsis to ``length`` characters if longer."""
+    return text if len(text) <= length else text[: length - 1] + "…"

@@ -54,6 +54,20 @@ class ErrorCode(StrEnum):
     MESSAGE_NOT_ALLOWED = "MESSAGE_NOT_ALLOWED"
     """A new message a client may not add: a role the agent does not take from clients,
     or a ``tool`` message that answers no unanswered call of a tool the client provides."""
+    INPUT_TOO_LARGE = "INPUT_TOO_LARGE"
+    """The run's input is over a budget (``workflows/budgets.py``): too many messages, a
+    message, the resume or the whole input too large, or state that would grow too large."""
+    TOO_MANY_INTERRUPTS = "TOO_MANY_INTERRUPTS"
+    """The agent asked more questions in one run than a run may open; none was opened."""
+    INVALID_QUESTION = "INVALID_QUESTION"
+    """The agent asked a question the thread cannot open: it expires too far ahead (or
+    never could), has too many reminders, or is too large; none was opened."""
+    OUTPUT_TOO_LARGE = "OUTPUT_TOO_LARGE"
+    """The agent's output in the run went over a budget: its events, a message, or what
+    it left in the thread's state, memory or paused turn."""
+    INTERNAL = "INTERNAL"
+    """The thread itself failed to serve the run (a bug in the engine); the run ended,
+    the thread stays usable."""
 
 
 def rejection(code: ErrorCode, message: str) -> ApplicationError:

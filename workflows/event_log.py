@@ -13,16 +13,25 @@ from datetime import datetime
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ag_ui.core import Event, MessagesSnapshotEvent, RunFinishedEvent, RunStartedEvent
+    from ag_ui.core import (
+        Event,
+        Message,
+        MessagesSnapshotEvent,
+        RunFinishedEvent,
+        RunStartedEvent,
+    )
 
+    from workflows import budgets
     from workflows.models import LoggedEvent, RunRecord, SequencedEvent, ThreadState
 
 
 class EventLog:
     """The events, runs and messages of one thread's ``ThreadState``, as a log.
 
-    It keeps no state of its own: everything is in the thread's state, which is what
-    continue-as-new carries.
+    Everything it keeps is in the thread's state, which is what continue-as-new carries;
+    it only remembers, to save work, what it derived from it (message ids and sizes).
+    The conversation and the events carried are held to their budgets
+    (``workflows/budgets.py``) by dropping the oldest.
 
     Args:
         thread: The thread whose log this is.
@@ -33,6 +42,33 @@ class EventLog:
     def __init__(self, thread: ThreadState, clock: Callable[[], datetime]) -> None:
         self._thread = thread
         self._clock = clock
+        self._message_ids = {message.id for message in thread.messages}
+        self._dropped_ids = set(thread.dropped_message_ids)
+        self._message_sizes = [budgets.json_size(message) for message in thread.messages]
+
+    def knows(self, message_id: str) -> bool:
+        """Whether the conversation has (or had, and dropped) the message ``message_id``."""
+        return message_id in self._message_ids or budgets.id_digest(message_id) in self._dropped_ids
+
+    def add_message(self, message: Message, size: int) -> None:
+        """Append ``message`` (``size`` bytes, within its budget) to the conversation, then
+        drop the oldest messages past ``budgets.KEPT_MESSAGES_BYTES``."""
+        thread = self._thread
+        thread.messages.append(message)
+        self._message_ids.add(message.id)
+        self._message_sizes.append(size)
+        dropped = budgets.messages_to_drop(self._message_sizes)
+        if not dropped:
+            return
+        gone = thread.messages[:dropped]
+        del thread.messages[:dropped], self._message_sizes[:dropped]
+        thread.messages_dropped += dropped
+        digests = [budgets.id_digest(m.id) for m in gone]
+        self._message_ids.difference_update(m.id for m in gone)
+        thread.dropped_message_ids = (thread.dropped_message_ids + digests)[
+            -budgets.DROPPED_IDS_KEPT :
+        ]
+        self._dropped_ids = set(thread.dropped_message_ids)
 
     def next_seq(self) -> int:
         """The sequence number the next event gets."""
@@ -51,7 +87,9 @@ class EventLog:
 
     def append_messages_snapshot(self, run: RunRecord) -> None:
         """Append the whole conversation, logged by its length (see ``LoggedEvent``)."""
-        self.append(run, MessagesSnapshotEvent(messages=[]), len(self._thread.messages))
+        thread = self._thread
+        upto = thread.messages_dropped + len(thread.messages)
+        self.append(run, MessagesSnapshotEvent(messages=[]), upto)
 
     def events_of(self, run: RunRecord, after: int = 0) -> list[SequencedEvent]:
         """The events of ``run`` with ``seq > after``, as clients see them.
@@ -72,7 +110,9 @@ class EventLog:
         """``item`` as clients see it: a messages snapshot gets its messages back."""
         event = item.event
         if item.messages_upto is not None:
-            messages = self._thread.messages[: item.messages_upto]
+            # Messages dropped since are no longer in it.
+            kept = max(item.messages_upto - self._thread.messages_dropped, 0)
+            messages = self._thread.messages[:kept]
             event = event.model_copy(update={"messages": messages})
         return SequencedEvent(seq=item.seq, run_key=item.run_key, event=event)
 
@@ -89,8 +129,14 @@ class EventLog:
 
     def carried(self, runs: int) -> ThreadState:
         """The thread for the next workflow run: only its last ``runs`` runs, with their
-        events, so what continue-as-new carries stays bounded; the rest of it whole."""
+        events, fewer if their events are over ``budgets.CARRIED_EVENT_BYTES``, so what
+        continue-as-new carries stays bounded; the rest of it whole."""
         kept = self._thread.runs[-runs:]
+        sizes = dict.fromkeys((run.key for run in kept), 0)
+        for item in self._thread.events:
+            if item.run_key in sizes:
+                sizes[item.run_key] += budgets.json_size(item)
+        kept = kept[len(kept) - budgets.runs_to_carry([sizes[run.key] for run in kept]) :]
         first_seq = kept[0].first_seq if kept else self.next_seq()
         events = [item for item in self._thread.events if item.seq >= first_seq]
         return self._thread.model_copy(update={"runs": kept, "events": events})

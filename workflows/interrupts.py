@@ -7,6 +7,7 @@ handler can check again under the run lock with the same code.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import datetime
 
@@ -28,7 +29,21 @@ def parse_expiry(interrupt: Interrupt) -> datetime | None:
 
 
 def answer_key(entry: ResumeEntry) -> str:
-    """``(interruptId, status, payload)`` as one comparable string, for idempotency."""
+    """``(interruptId, status, payload)`` as one short comparable string, for
+    idempotency: a digest, so the ledger's size does not grow with payloads."""
+    digest = hashlib.sha256(_canonical(entry).encode()).hexdigest()
+    return f"sha256:{digest}"
+
+
+def same_answer(done: AppliedAnswer, entry: ResumeEntry) -> bool:
+    """Whether ``entry`` is exactly the answer ``done`` applied (a ledger carried from
+    before keys were digests holds the canonical string itself)."""
+    if done.key.startswith("sha256:"):
+        return done.key == answer_key(entry)
+    return done.key == _canonical(entry)
+
+
+def _canonical(entry: ResumeEntry) -> str:
     return json.dumps([entry.interrupt_id, entry.status, entry.payload], sort_keys=True)
 
 
@@ -37,7 +52,7 @@ def is_replay(resume: list[ResumeEntry], applied: dict[str, AppliedAnswer]) -> s
     runs = set()
     for entry in resume:
         done = applied.get(entry.interrupt_id)
-        if done is None or done.key != answer_key(entry):
+        if done is None or not same_answer(done, entry):
             return None
         runs.add(done.run_key)
     return runs.pop() if len(runs) == 1 else None
@@ -93,7 +108,7 @@ def _check_closed(index: int, entry: ResumeEntry, applied: dict[str, AppliedAnsw
     """An entry for an interrupt that is not open: a cancel of an expired one, or the
     exact answer it already got (a replay, contract rule 5), passes."""
     done = applied.get(entry.interrupt_id)
-    if done is not None and done.key == answer_key(entry):
+    if done is not None and same_answer(done, entry):
         return
     if done is not None and done.status == "expired":
         if entry.status == "cancelled":

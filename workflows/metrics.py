@@ -7,6 +7,8 @@ metric meter does not count again while a workflow replays.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -24,7 +26,12 @@ def interrupt_opened(agent: str, interrupt: Interrupt) -> None:
     )
 
 
-def interrupt_closed(agent: str, interrupt: Interrupt, status: AnswerStatus) -> None:
+ClosedStatus = AnswerStatus | Literal["withdrawn"]
+"""How an interrupt closed: answered (``AnswerStatus``), or withdrawn unanswered by a run
+that ended with ``RUN_ERROR`` for going over a budget (``workflows/budgets.py``)."""
+
+
+def interrupt_closed(agent: str, interrupt: Interrupt, status: ClosedStatus) -> None:
     workflow.metric_meter().create_counter(
-        CLOSED, "Interrupts closed: resolved, cancelled or expired"
+        CLOSED, "Interrupts closed: resolved, cancelled, expired or withdrawn"
     ).add(1, {"agent": agent, "reason": interrupt.reason, "status": status})

@@ -56,9 +56,11 @@ class LoggedEvent(SequencedEvent):
     """An event as the thread's log keeps it.
 
     A ``MESSAGES_SNAPSHOT`` of the whole conversation is kept without its messages, as
-    the length of the conversation then (``messages_upto``): the conversation only
-    grows, so that prefix is the snapshot. Each run's snapshots would otherwise copy the
-    conversation into the log, which continue-as-new carries.
+    the length of the conversation then (``messages_upto``, counting the messages the
+    thread has dropped since, see ``ThreadState.messages_dropped``): the conversation
+    only grows at its end, so that prefix, less what was dropped, is the snapshot. Each
+    run's snapshots would otherwise copy the conversation into the log, which
+    continue-as-new carries.
     """
 
     messages_upto: int | None = None
@@ -85,7 +87,8 @@ class AppliedAnswer(Model):
     interrupt_id: str
     status: AnswerStatus
     key: str
-    """``(interruptId, status, payload)`` canonicalised (see ``interrupts.answer_key``)."""
+    """``(interruptId, status, payload)`` canonicalised and digested (see
+    ``interrupts.answer_key``)."""
     run_key: str
     """The run that applied it."""
     expires_at: str | None = None
@@ -157,6 +160,13 @@ class ThreadState(Model):
     owner: str
     """The principal whose run started the thread: the only one who may run on it."""
     messages: list[Message] = Field(default_factory=list)
+    """The conversation, oldest first; past its budget (``budgets.KEPT_MESSAGES_BYTES``)
+    the oldest messages are dropped."""
+    messages_dropped: int = 0
+    """How many messages were dropped from the front of ``messages`` so far."""
+    dropped_message_ids: list[str] = Field(default_factory=list)
+    """Digests of the newest dropped messages' ids (``budgets.id_digest``), so a client
+    that resends one does not add it again."""
     state: dict[str, Any] = Field(default_factory=dict)
     asked: list[Interrupt] = Field(default_factory=list)
     """The interrupts the paused agent turn asked, in the order it asked them; those
@@ -173,11 +183,13 @@ class ThreadState(Model):
     reminders: list[Reminder] = Field(default_factory=list)
     """Reminders not yet delivered, of open interrupts."""
     applied: dict[str, AppliedAnswer] = Field(default_factory=dict)
-    """Every answer applied, by interrupt id."""
+    """The answers applied, by interrupt id, oldest first; the newest
+    ``budgets.APPLIED_KEPT`` are kept."""
     runs: list[RunRecord] = Field(default_factory=list)
     events: list[LoggedEvent] = Field(default_factory=list)
     audit: list[AuditRecord] = Field(default_factory=list)
-    """What operators did to the thread, oldest first."""
+    """What operators did to the thread, oldest first; the newest ``budgets.AUDIT_KEPT``
+    (within ``budgets.AUDIT_KEPT_BYTES``) are kept."""
     memory: dict[str, Any] = Field(default_factory=dict)
     """What the agent remembers for this thread (e.g. tools the user trusts); unlike
     ``state`` it is not shared with the client."""

@@ -19,6 +19,7 @@ from ag_ui.core import Interrupt
 from pydantic import TypeAdapter, ValidationError
 from temporalio.exceptions import ApplicationError
 
+from workflows.budgets import expiry
 from workflows.errors import ErrorCode
 from workflows.models import Answer, AnswerStatus, Model, Reminder
 
@@ -76,11 +77,13 @@ class Ask(Generic[T]):
         response: The answer's shape: a type (a pydantic model, ``bool``, a ``Literal``…),
             whose schema the client gets and whose value the agent gets back, or a JSON
             Schema (the agent gets the payload as sent). ``None``: anything.
-        expires: A duration from now, or a moment; after it the answer is ``expired``.
+        expires: A duration from now, or a moment (with a time zone); after it the answer
+            is ``expired``. At most ``budgets.MAX_EXPIRY`` (365 days) ahead.
         metadata: Passed to the client with the interrupt.
         tool_call_id: The tool call the question is about (set by the SDK for approvals
             and for tools that ask).
-        remind_before: Reminders before ``expires``; the agent's by default.
+        remind_before: Reminders before ``expires``; the agent's by default. At most
+            ``budgets.MAX_REMINDERS_PER_INTERRUPT`` (5), each within ``MAX_EXPIRY``.
     """
 
     reason: str
@@ -94,13 +97,17 @@ class Ask(Generic[T]):
     remind_before: list[timedelta] | None = None
 
     def question(self, now: datetime) -> Question:
-        """The interrupt to open, ``now`` being the moment it is asked."""
-        expires_at = now + self.expires if isinstance(self.expires, timedelta) else self.expires
+        """The interrupt to open, ``now`` being the moment it is asked.
+
+        Raises:
+            ApplicationError: ``INVALID_QUESTION``: ``expires`` is further ahead than
+                ``budgets.MAX_EXPIRY``, or a moment without a time zone.
+        """
         return Question(
             reason=self.reason,
             message=self.message,
             response_schema=json_schema(self.response),
-            expires_at=expires_at,
+            expires_at=expiry(self.expires, now),
             metadata=self.metadata,
             tool_call_id=self.tool_call_id,
             remind_before=self.remind_before,

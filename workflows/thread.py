@@ -3,21 +3,24 @@
 The workflow class keeps the thread's handlers and its run lifecycle. The event log
 (``workflows/event_log.py``), the timers of deadlines and reminders
 (``workflows/deadlines.py``) and what operators see of the thread (``workflows/view.py``)
-are modules of their own.
+are modules of their own. What the thread takes in and keeps is held to its budgets
+(``workflows/budgets.py``), and nothing a client, a model or an agent does makes its
+code raise out of a handler: a run that goes wrong ends with ``RUN_ERROR``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError, TemporalError
 
 with workflow.unsafe.imports_passed_through():
+    import pydantic_core
     from ag_ui.core import (
         PROTOCOL_VERSION,
         Event,
@@ -36,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
     # By its full name, so a sandbox passes the worker's table of agents through;
     # ``from workflows import served`` would import an empty copy into it.
     import workflows.served as served
-    from workflows import metrics, visibility
+    from workflows import budgets, metrics, visibility
     from workflows.admission import check_run
     from workflows.deadlines import Deadlines
     from workflows.details import current_details
@@ -108,7 +111,6 @@ class ThreadWorkflow:
         )
         self._log = EventLog(self._thread, clock=workflow.now)
         self._deadlines = Deadlines(self._thread, on_expired=self._serve_expiry)
-        self._message_ids = {message.id for message in self._thread.messages}
         self._runs = {run.key: run for run in self._thread.runs}
         # Runs (and expiries) change the thread one at a time, in arrival order.
         self._run_lock = asyncio.Lock()
@@ -124,6 +126,18 @@ class ThreadWorkflow:
         new workflow run the memo of the one before)."""
         self._listeners: dict[str, Callable[[ModelDelta], None]] = {}
         """Who takes a model activity's streamed output, by activity id."""
+        self._fault: ApplicationError | None = None
+        """Why the run in progress ends with ``RUN_ERROR`` whatever its turn does next:
+        the turn went over a budget (``workflows/budgets.py``)."""
+        self._asked_here: list[str] = []
+        """The interrupts the run in progress opened."""
+        self._event_bytes = 0
+        """The size of the events the turn emitted in the run in progress."""
+        self._data_before = b""
+        """The thread's state and memory as the run in progress found them (its input
+        merged in), for undoing the turn's changes when it went over a budget."""
+        self._sizes_before: dict[str, int] = {}
+        """The sizes of what the turn may grow, as the run in progress found them."""
 
     @workflow.run
     async def run(self, start: ThreadStart) -> None:
@@ -162,27 +176,38 @@ class ThreadWorkflow:
     async def run_agent(self, request: RunRequest) -> RunReply:
         """Execute one AG-UI run and return its events, terminal event last."""
         async with self._run_lock:
-            # Checked again: the thread may have changed while this run waited its turn.
-            self._check_run(request)
-            earlier = self._earlier_run(request)
-            if earlier is not None:
-                events = self._log.replay(earlier, request.input.run_id)
-                return RunReply(run_key=earlier.key, events=events)
-            run = self._open_run(request)
-            await self._serve_run(run, request.input, resume=request.input.resume)
+            with _internal_errors():
+                # Checked again: the thread may have changed while this run waited its turn.
+                self._check_run(request)
+                earlier = self._earlier_run(request)
+                if earlier is not None:
+                    events = self._log.replay(earlier, request.input.run_id)
+                    return RunReply(run_key=earlier.key, events=events)
+                run = self._open_run(request)
+            await self._serve_run(run, request.input, resume=request.input.resume, take_input=True)
             return RunReply(run_key=run.key, events=self._log.events_of(run))
 
     @run_agent.validator
     def _validate_run_agent(self, request: RunRequest) -> None:
-        self._check_run(request)
+        with _internal_errors():
+            self._check_run(request)
 
     @workflow.signal(name=STREAM_SIGNAL)
     def model_stream(self, delta: ModelDelta) -> None:
         """A model activity's output so far; the run that awaits it streams it on (see
         ``activities.chat.DeltaSender``). Late deltas, of a step already done, are dropped."""
         listener = self._listeners.get(delta.activity_id)
-        if listener is not None:
+        if listener is None:
+            return
+        try:
             listener(delta)
+        except Exception as error:
+            # A signal handler must not raise: that would fail the workflow task. Over a
+            # budget, most likely (``emit``): the run ends on it once the model's
+            # activity returns.
+            if not isinstance(error, ApplicationError):
+                workflow.logger.error("streamed model output failed", exc_info=error)
+            self._fault = self._fault or _as_fault(error)
 
     @workflow.query
     def events(self, query: EventsQuery) -> EventPage:
@@ -218,7 +243,8 @@ class ThreadWorkflow:
 
     @operator_resume.validator
     def _validate_operator_resume(self, request: OperatorResume) -> None:
-        self._check_operator(request)
+        with _internal_errors():
+            self._check_operator(request)
 
     @workflow.signal(name="operator_resume")
     async def operator_resume_signal(self, request: OperatorResume) -> None:
@@ -230,7 +256,8 @@ class ThreadWorkflow:
     async def _operator_resume(self, request: OperatorResume) -> OperatorResult:
         async with self._run_lock:
             try:
-                earlier = self._check_operator(request)
+                with _internal_errors():
+                    earlier = self._check_operator(request)
             except ApplicationError as error:
                 self._record_audit(request, "rejected", error=error)
                 raise
@@ -250,6 +277,7 @@ class ThreadWorkflow:
         that already applied exactly this resume, if it is a repeat."""
         if not request.resume:
             raise rejection(ErrorCode.EMPTY_RESUME, "operator_resume needs resume entries.")
+        budgets.check_resume_size(request.resume)
         served.check_served(workflow.info().task_queue, self._thread.agent)
         run_key = is_replay(request.resume, self._thread.applied)
         if run_key is not None:
@@ -266,17 +294,22 @@ class ThreadWorkflow:
         run_id: str | None = None,
         error: ApplicationError | None = None,
     ) -> None:
-        self._thread.audit.append(
+        too_large = error is not None and error.type == ErrorCode.INPUT_TOO_LARGE
+        audit = self._thread.audit
+        audit.append(
             AuditRecord(
                 at=workflow.now(),
-                operator=request.operator,
-                resume=request.resume,
+                operator=_cut(request.operator, budgets.AUDIT_TEXT_CHARS),
+                # A resume refused for its size is not kept: the audit trail is carried.
+                resume=[] if too_large else request.resume,
                 outcome=outcome,
                 run_id=run_id,
                 error_code=error.type if error else None,
-                error=error.message if error else None,
+                error=_cut(error.message, budgets.AUDIT_TEXT_CHARS) if error else None,
             )
         )
+        sizes = [budgets.json_size(record) for record in audit]
+        del audit[: budgets.records_to_drop(sizes, budgets.AUDIT_KEPT, budgets.AUDIT_KEPT_BYTES)]
 
     async def _serve_expiry(self, interrupt: Interrupt) -> None:
         """Close ``interrupt`` as expired, its deadline having passed (``Deadlines``).
@@ -318,6 +351,7 @@ class ThreadWorkflow:
         run_input: RunAgentInput,
         resume: list[ResumeEntry] | None = None,
         expired: Interrupt | None = None,
+        take_input: bool = False,
     ) -> None:
         """Let the agent work in ``run``, just opened, then end it.
 
@@ -326,12 +360,35 @@ class ThreadWorkflow:
         interrupt), and once none is open the agent's ``resume`` takes them all. A run
         with no answers is a new turn of the agent's ``run``.
 
+        Whatever goes wrong in here ends the run with ``RUN_ERROR``: an exception that
+        escaped would fail the workflow task, which Temporal retries forever, the thread
+        stuck and every later run answered with an error.
+
         Args:
             run: The run, opened under the run lock, which the caller holds.
             run_input: What the agent's step sees as the run's input.
             resume: The answers a client or an operator sent.
             expired: The interrupt whose deadline passed.
+            take_input: Add the input's messages and state to the thread (a client's run).
         """
+        try:
+            if take_input:
+                self._take_input(run_input)
+                self._remember_turn_data()
+            await self._work(run, run_input, resume, expired)
+        except Exception as error:
+            if isinstance(error, TemporalError) and not isinstance(error, FailureError):
+                raise  # Temporal's own (nondeterminism): the workflow task must fail.
+            await self._abort(run, error)
+
+    async def _work(
+        self,
+        run: RunRecord,
+        run_input: RunAgentInput,
+        resume: list[ResumeEntry] | None,
+        expired: Interrupt | None,
+    ) -> None:
+        """The body of :meth:`_serve_run`."""
         if resume:
             # The tool calls being answered were announced in an earlier run; the
             # snapshot puts them in this run's view so its TOOL_CALL_RESULTs resolve.
@@ -362,9 +419,15 @@ class ThreadWorkflow:
 
     def ask(self, questions: Sequence[Question]) -> list[Interrupt]:
         """Open interrupts for ``questions`` (``TurnHost``): the run ends on them once
-        the agent's step returns; their deadlines and reminders are timed from now."""
+        the agent's step returns; their deadlines and reminders are timed from now.
+
+        Questions over a budget (too many in the run, expiring too far ahead, ...) open
+        nothing: the run ends with ``RUN_ERROR`` and withdraws what it opened before.
+        """
         now = workflow.now()
         default = self._agent().remind_before
+        with self._faults():
+            budgets.check_questions(questions, len(self._asked_here), default, now)
         interrupts, reminders = [], []
         for question in questions:
             # workflow.uuid4() replays to the same id.
@@ -372,6 +435,7 @@ class ThreadWorkflow:
             interrupts.append(interrupt)
             reminders += question.reminders(interrupt.id, default, now)
         self._thread.asked.extend(interrupts)
+        self._asked_here += [interrupt.id for interrupt in interrupts]
         for interrupt in interrupts:
             self._deadlines.arm_expiry(interrupt)
             metrics.interrupt_opened(self._thread.agent, interrupt)
@@ -429,6 +493,8 @@ class ThreadWorkflow:
             run_key=run_key,
             expires_at=interrupt.expires_at,
         )
+        for oldest in list(thread.applied)[: max(len(thread.applied) - budgets.APPLIED_KEPT, 0)]:
+            del thread.applied[oldest]
 
     def _unrequested_input(self, run: RunRecord) -> RunAgentInput:
         """The input of a run no client sent: an expiry's, or an operator's resume."""
@@ -445,21 +511,24 @@ class ThreadWorkflow:
     async def _finish_run(self, run: RunRecord) -> None:
         """Let the agent's step return, then end the run, on its interrupts if it asked any."""
         turn = self._turn
+        error = None
         if turn is not None:
             await workflow.wait_condition(turn.done)
             self._turn = None
             error = turn.exception()
-            if error is not None:
-                # The conversation as the thread has it: a client that resends its own
-                # copy must not resend what the failed turn streamed but never added (a
-                # new assistant message is not a client's to write).
-                self._emit_messages_snapshot()
-                self.emit(
-                    RunErrorEvent(message=_failure_message(error), code=ErrorCode.AGENT_FAILED)
-                )
-                self._close_run(run, "failed")
-                return
-        self.emit(StateSnapshotEvent(snapshot=self._thread.state))
+        if self._fault is None:
+            # Even after an error: what the turn left is kept, so it must fit.
+            with contextlib.suppress(ApplicationError), self._faults():
+                after = budgets.turn_data_sizes(self._thread)
+                budgets.check_turn_data(self._sizes_before, after)
+        if self._fault is not None:
+            self._undo_turn()
+            self._fail_run(run, self._fault.type or ErrorCode.INTERNAL, self._fault.message)
+            return
+        if error is not None:
+            self._fail_run(run, *_failure(error))
+            return
+        self._emit_own(StateSnapshotEvent(snapshot=self._thread.state))
         self._emit_messages_snapshot()
         waiting_on = self._thread.open_interrupts
         outcome = (
@@ -467,19 +536,78 @@ class ThreadWorkflow:
             if waiting_on
             else RunFinishedSuccessOutcome()
         )
-        self.emit(
+        self._emit_own(
             RunFinishedEvent(thread_id=self._thread.thread_id, run_id=run.run_id, outcome=outcome)
         )
         self._close_run(run, "interrupted" if waiting_on else "succeeded")
 
+    def _fail_run(self, run: RunRecord, code: str, message: str) -> None:
+        """End ``run`` with ``RUN_ERROR``, after the conversation as the thread has it:
+        a client that resends its own copy must not resend what the failed turn streamed
+        but never added (a new assistant message is not a client's to write)."""
+        self._emit_messages_snapshot()
+        self._emit_own(RunErrorEvent(message=message, code=code))
+        self._close_run(run, "failed")
+
+    async def _abort(self, run: RunRecord, error: Exception) -> None:
+        """End ``run``, which the thread's own code failed to serve, with ``RUN_ERROR``
+        (``INTERNAL``); the thread stays as the run's last complete step left it."""
+        workflow.logger.error("the thread failed to serve a run", exc_info=error)
+        turn = self._turn
+        if turn is not None:
+            turn.cancel()
+            await workflow.wait_condition(turn.done)
+            self._turn = None
+        if self._run is run:
+            self._fault = self._fault or _as_fault(error)
+            self._undo_turn()
+            self._fail_run(run, self._fault.type or ErrorCode.INTERNAL, self._fault.message)
+
+    @contextlib.contextmanager
+    def _faults(self) -> Iterator[None]:
+        """Record an ``ApplicationError`` raised inside as the run's fault (the first one
+        stands), then let it propagate to the agent's code that caused it."""
+        try:
+            yield
+        except ApplicationError as error:
+            self._fault = self._fault or error
+            raise
+
+    def _remember_turn_data(self) -> None:
+        """Keep the thread's state and memory, to restore with :meth:`_undo_turn`, and
+        the sizes of what a turn may grow."""
+        self._data_before = pydantic_core.to_json([self._thread.state, self._thread.memory])
+        self._sizes_before = budgets.turn_data_sizes(self._thread)
+
+    def _undo_turn(self) -> None:
+        """Undo what the run's turn did to the thread's interrupts and data, for a run
+        that ends on its fault: the interrupts it opened are withdrawn (with their
+        reminders), its paused turn forgotten, state and memory as the run found them."""
+        thread = self._thread
+        withdrawn = [i for i in thread.open_interrupts if i.id in self._asked_here]
+        for interrupt in withdrawn:
+            metrics.interrupt_closed(thread.agent, interrupt, "withdrawn")
+        gone = {interrupt.id for interrupt in withdrawn}
+        thread.asked = [i for i in thread.asked if i.id not in gone]
+        thread.reminders = [r for r in thread.reminders if r.interrupt_id not in gone]
+        if not thread.open_interrupts:
+            thread.asked, thread.answers = [], {}
+            thread.journal.scopes.clear()
+        state, memory = pydantic_core.from_json(self._data_before)
+        thread.state, thread.memory = state, memory
+
+    def _take_input(self, run_input: RunAgentInput) -> None:
+        """Take in a client's run's new messages and state (checked by ``_check_run``)."""
+        for message in run_input.messages:
+            if not self._log.knows(message.id):
+                self._log.add_message(message, budgets.json_size(message))
+        if run_input.state:
+            self._thread.state.update(run_input.state)
+
     def _open_run(self, request: RunRequest) -> RunRecord:
-        """Record the run, take in its new messages and state, emit ``RUN_STARTED``."""
+        """Record the run and emit ``RUN_STARTED``; :meth:`_serve_run` takes its input in."""
         update = workflow.current_update_info()
         assert update is not None, "client runs only open inside the run_agent update"
-        for message in request.input.messages:
-            self.add_message(message)
-        if request.input.state:
-            self._thread.state.update(request.input.state)
         return self._start_run(
             update.id,
             request.input.run_id,
@@ -506,8 +634,10 @@ class ThreadWorkflow:
         self._runs[key] = run
         self._runs_here += 1
         self._run = run
+        self._fault, self._asked_here, self._event_bytes = None, [], 0
+        self._remember_turn_data()
         workflow.logger.info("run started", extra={"run_id": run_id})
-        self.emit(
+        self._emit_own(
             RunStartedEvent(
                 thread_id=self._thread.thread_id,
                 run_id=run_id,
@@ -536,15 +666,30 @@ class ThreadWorkflow:
         """Add a message to the conversation unless it is there already (``TurnHost``).
 
         Clients resend the whole conversation on each run, the agent's own replies
-        included, so a message id the thread knows is skipped.
+        included, so a message id the thread knows is skipped. A message over its budget
+        is refused: the run ends with ``OUTPUT_TOO_LARGE``.
         """
-        if message.id not in self._message_ids:
-            self._message_ids.add(message.id)
-            self._thread.messages.append(message)
+        if self._log.knows(message.id):
+            return
+        size = budgets.json_size(message)
+        with self._faults():
+            budgets.check_message(size)
+        self._log.add_message(message, size)
 
     def emit(self, event: Event) -> None:
-        """Append ``event`` to the log of the run in progress (``TurnHost``)."""
+        """Append ``event`` to the log of the run in progress (``TurnHost``), within the
+        run's budget of agent events; past it the run ends with ``OUTPUT_TOO_LARGE``."""
         assert self._run is not None, "agent code emits only while a run is in progress"
+        with self._faults():
+            if self._fault is not None:
+                raise self._fault
+            self._event_bytes += budgets.json_size(event)
+            budgets.check_run_events(self._event_bytes)
+        self._log.append(self._run, event)
+
+    def _emit_own(self, event: Event) -> None:
+        """Append one of the thread's own events (a run's start, end or snapshots)."""
+        assert self._run is not None, "the thread emits only while a run is in progress"
         self._log.append(self._run, event)
 
     def _emit_messages_snapshot(self) -> None:
@@ -585,17 +730,61 @@ class ThreadWorkflow:
         return current_details(self._run, self._thread.open_interrupts, self._thread.messages)
 
 
-def _failure_message(error: BaseException) -> str:
-    """What the client is told of a turn that raised ``error``.
+RUN_FAULTS = frozenset(
+    {ErrorCode.TOO_MANY_INTERRUPTS, ErrorCode.INVALID_QUESTION, ErrorCode.OUTPUT_TOO_LARGE}
+)
+"""Codes a turn's error keeps as the run's: a budget the agent went over, wherever it was
+found (the thread, the SDK, a tool's activity asking a question)."""
 
-    A model or tool that kept failing, or agent code giving up on purpose
-    (``ApplicationError``), says why. Anything else is a bug in agent code: it ends the
-    run instead of failing the workflow task, which Temporal would retry forever with
-    the thread stuck; its details go to the worker's log, not to the client.
+
+def _failure(error: BaseException) -> tuple[str, str]:
+    """The code and message the client is told of a turn that raised ``error``.
+
+    A budget the turn went over keeps its code (``RUN_FAULTS``). A model or tool that
+    kept failing, or agent code giving up on purpose (``ApplicationError``), says why.
+    Anything else is a bug in agent code: it ends the run instead of failing the
+    workflow task, which Temporal would retry forever with the thread stuck; its details
+    go to the worker's log, not to the client.
     """
+    cause = error.cause if isinstance(error, ActivityError) else error
+    if isinstance(cause, ApplicationError) and cause.type in RUN_FAULTS:
+        return cause.type, cause.message
     if isinstance(error, ActivityError):
-        return f"The agent failed: {error.cause or error}"
+        return ErrorCode.AGENT_FAILED, f"The agent failed: {error.cause or error}"
     if isinstance(error, ApplicationError):
-        return f"The agent failed: {error}"
+        return ErrorCode.AGENT_FAILED, f"The agent failed: {error}"
     workflow.logger.error("agent code raised", exc_info=error)
-    return "The agent failed: its code raised an error (see the worker's log)."
+    return (
+        ErrorCode.AGENT_FAILED,
+        "The agent failed: its code raised an error (see the worker's log).",
+    )
+
+
+def _as_fault(error: Exception) -> ApplicationError:
+    """``error`` as a run's fault: itself if it is one, else ``INTERNAL``."""
+    if isinstance(error, ApplicationError) and error.type in RUN_FAULTS:
+        return error
+    return ApplicationError(
+        "The thread failed to serve this run (see the worker's log); the thread is usable.",
+        type=ErrorCode.INTERNAL.value,
+        non_retryable=True,
+    )
+
+
+@contextlib.contextmanager
+def _internal_errors() -> Iterator[None]:
+    """Turn an exception other than an ``ApplicationError`` raised inside into one
+    (``INTERNAL``), so that a handler fails its update instead of the workflow task."""
+    try:
+        yield
+    except ApplicationError:
+        raise
+    except Exception as error:
+        if isinstance(error, TemporalError) and not isinstance(error, FailureError):
+            raise
+        workflow.logger.error("the thread failed to check a run", exc_info=error)
+        raise _as_fault(error) from error
+
+
+def _cut(text: str, length: int) -> str:
+    return text if len(text) <= length else text[: length - 1] + "…"

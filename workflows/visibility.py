@@ -19,7 +19,7 @@ from temporalio.common import SearchAttributePair, SearchAttributeUpdate
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import Interrupt
 
-    from workflows import search_attributes
+    from workflows import budgets, search_attributes
     from workflows.interrupts import parse_expiry
     from workflows.models import ThreadStatus
 
@@ -54,7 +54,9 @@ def attributes(
         status: ``running``, ``waiting`` or ``idle``.
         at: When the thread last changed (``AguiLastActivity``).
         waiting_on: The open interrupts; ``None`` while a run is in progress, when what
-            the thread waits on is not settled yet and stays as last published.
+            the thread waits on is not settled yet and stays as last published. Their
+            ids are listed up to ``budgets.INTERRUPT_IDS_SHOWN`` (a run opens no more),
+            so the attribute stays within Temporal's size limit of a value.
     """
     pairs: list[SearchAttributePair[Any]] = [
         SearchAttributePair(search_attributes.AGENT, agent),
@@ -64,7 +66,10 @@ def attributes(
     ]
     if waiting_on is not None:
         pairs += [
-            SearchAttributePair(search_attributes.INTERRUPT_IDS, [i.id for i in waiting_on]),
+            SearchAttributePair(
+                search_attributes.INTERRUPT_IDS,
+                [i.id for i in waiting_on[: budgets.INTERRUPT_IDS_SHOWN]],
+            ),
             SearchAttributePair(
                 search_attributes.INTERRUPT_REASONS, sorted({i.reason for i in waiting_on})
             ),
@@ -86,12 +91,11 @@ def updates(
 
 
 def memo(waiting_on: list[Interrupt]) -> dict[str, Any]:
-    """The memo: the open interrupts as clients see them (``GET /interrupts``)."""
-    return {
-        INTERRUPTS_MEMO: [
-            i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in waiting_on
-        ]
-    }
+    """The memo: the open interrupts as clients see them (``GET /interrupts``), at most
+    ``budgets.MAX_INTERRUPTS_PER_RUN`` (all a thread can have open), each cut to its
+    budget (``budgets.memo_interrupt``)."""
+    shown = waiting_on[: budgets.MAX_INTERRUPTS_PER_RUN]
+    return {INTERRUPTS_MEMO: [budgets.memo_interrupt(interrupt) for interrupt in shown]}
 
 
 def cleared() -> list[SearchAttributeUpdate[Any]]:

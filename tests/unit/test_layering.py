@@ -21,7 +21,8 @@ LEAVES = {
     "logs.py": {"workflows.thread_ids"},
     "settings.py": {"logs", "tracing"},
     "workflows/errors.py": set(),
-    "workflows/questions.py": {"workflows.errors", "workflows.models"},
+    "workflows/budgets.py": {"workflows.errors", "workflows.models"},
+    "workflows/questions.py": {"workflows.budgets", "workflows.errors", "workflows.models"},
 }
 """Modules at the bottom of the tree, with the project modules each may import."""
 

@@ -1,10 +1,11 @@
 """The ``demo`` agent: every kind of interrupt, deterministically, on the agent SDK.
 
-It reads the latest user message and, in one run, asks everything that applies: an
-approval (with edits) for each email address, a form for the word ``quarterly``, a yes/no
-for ``confirm`` and a custom policy hold for ``policy``. With none of them its model
-answers. Its turn is custom code over the SDK's steps: all questions at once, then one
-summary of what each answer led to.
+It reads the latest user message (its first ``SCANNED_CHARS`` characters: the turn is
+workflow code, which must not spend long on a client's text) and, in one run, asks
+everything that applies: an approval (with edits) for each email address, a form for the
+word ``quarterly``, a yes/no for ``confirm`` and a custom policy hold for ``policy``. With
+none of them its model answers. Its turn is custom code over the SDK's steps: all
+questions at once, then one summary of what each answer led to.
 
 It declares what a client may send it: ``forwardedProps`` that time the form
 (:class:`FormTiming`) and the state it shares (:data:`DEMO_STATE`, what it writes itself),
@@ -13,7 +14,9 @@ so its code reads them knowing they fit.
 ``send_email`` stands in for a mail API. With a mail URL configured
 (``AGUI_DEMO_MAIL_URL``) it posts each email there as JSON; without one it delivers
 nothing. Either way it behaves as a side effect should: the call's idempotency key makes
-a retried call a repeat the mail API recognises, never a second email.
+a retried call a repeat the mail API recognises, never a second email. It is a regular
+activity, not a local one: a local activity runs again whenever the workflow task that
+ran it is retried.
 """
 
 from __future__ import annotations
@@ -49,7 +52,12 @@ with workflow.unsafe.imports_passed_through():
         tool_context,
     )
 
-EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]++(?:\.[\w-]++)+")
+"""An email address. Possessive, and starting only where a word does, so a scan is linear
+in the text's length whatever the text (without both it is quadratic on a long run of
+word characters with no ``@``)."""
+SCANNED_CHARS = 4_000
+"""Characters of the latest user message the turn reads (and mails as the body)."""
 DEFAULT_EXPIRY = timedelta(days=3)
 MAX_SECONDS = 365 * 24 * 3600
 
@@ -64,7 +72,7 @@ APPROVAL = Approval(
 )
 
 
-@tool(local=True, approval=APPROVAL)
+@tool(approval=APPROVAL)
 async def send_email(to: Address, subject: str, body: str) -> dict[str, str]:
     """Send an email; the message id is a function of the call's idempotency key."""
     key = tool_context().idempotency_key
@@ -107,7 +115,7 @@ class FormTiming(BaseModel):
 
     expires_in_seconds: Seconds | None = None
     """The form's lifetime; three days when absent."""
-    remind_before_seconds: Annotated[list[Seconds], Field(max_length=10)] | None = None
+    remind_before_seconds: Annotated[list[Seconds], Field(max_length=5)] | None = None
     """Reminders this long before the deadline; the agent's (a day) when absent."""
 
 
@@ -135,7 +143,7 @@ sends back; no other key."""
 
 async def demo_turn(ctx: AgentContext) -> None:
     """Ask every question the latest user message calls for, then act on the answers."""
-    text = ctx.latest_user_text()
+    text = ctx.latest_user_text()[:SCANNED_CHARS]
     words = set(re.findall(r"[a-z]+", text.lower()))
     calls = ctx.propose(
         [

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallStartEvent,
     )
 
+    from workflows.budgets import STREAMED_DELTAS_PER_REPLY, WORD_DELTAS_PER_REPLY
     from workflows.models import ModelDelta
     from workflows.turn import TurnHost
 
@@ -34,6 +35,10 @@ class AssistantReply:
     (all of it, for a model that does not stream; the missing end of a stream that
     broke off), closes what is open and adds the message to the thread, as the complete
     reply has it. Ids come from ``workflow.uuid4()``, so replay produces the same ones.
+
+    A reply is streamed in at most ``STREAMED_DELTAS_PER_REPLY`` pieces: past them what
+    the model streams is held and ``finish`` sends it in one piece, so a model that
+    signals thousands of tiny deltas does not fill the thread's event log.
     """
 
     def __init__(self, host: TurnHost) -> None:
@@ -47,6 +52,10 @@ class AssistantReply:
         """Tool calls started, by index: ``(id, name)``."""
         self._open_calls: list[str] = []
         """Ids of the tool calls whose arguments may still stream."""
+        self._deltas = 0
+        """Streamed deltas taken so far (see ``STREAMED_DELTAS_PER_REPLY``)."""
+        self._held: dict[int, str] = {}
+        """Arguments streamed past the limit, by tool call index, for ``finish`` to send."""
 
     def on_delta(self, delta: ModelDelta) -> None:
         """A model activity's output so far (the thread's ``model_stream`` signal)."""
@@ -58,8 +67,15 @@ class AssistantReply:
                 # closed and left behind; the new attempt streams a new message.
                 self._close()
                 self._message_id = str(workflow.uuid4())
-                self._text, self._text_open, self._calls = None, False, {}
+                self._text, self._text_open, self._calls, self._held = None, False, {}, {}
             self._attempt = delta.attempt
+        self._deltas += 1
+        if self._deltas > STREAMED_DELTAS_PER_REPLY:
+            # Held: ``finish`` sends the text's rest and the calls not started whole.
+            for piece in delta.tool_calls:
+                if piece.index in self._calls:
+                    self._held[piece.index] = self._held.get(piece.index, "") + piece.arguments
+            return
         if delta.text:
             self.text(delta.text)
         for piece in delta.tool_calls:
@@ -94,6 +110,10 @@ class AssistantReply:
             if index not in self._calls:
                 self._call(index, name, encoded)
                 self._end_call(self._calls[index][0])
+            elif self._held.get(index):
+                self._host.emit(
+                    ToolCallArgsEvent(tool_call_id=self._calls[index][0], delta=self._held[index])
+                )
             tool_calls.append(
                 ToolCall(
                     id=self._calls[index][0], function=FunctionCall(name=name, arguments=encoded)
@@ -134,6 +154,9 @@ class AssistantReply:
 
 
 def word_deltas(text: str) -> list[str]:
-    """``text`` in the deltas a streaming model would send: word by word."""
+    """``text`` in the deltas a streaming model would send: word by word, words grouped
+    so that there are at most ``WORD_DELTAS_PER_REPLY`` deltas."""
     words = text.split(" ")
-    return [words[0], *(f" {word}" for word in words[1:])]
+    pieces = [words[0], *(f" {word}" for word in words[1:])]
+    per_delta = -(-len(pieces) // WORD_DELTAS_PER_REPLY)
+    return ["".join(pieces[i : i + per_delta]) for i in range(0, len(pieces), per_delta)]

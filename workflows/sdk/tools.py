@@ -100,7 +100,7 @@ class Approval:
         return self.when is None or self.when(call.arguments)
 
     def ask(self, call: ToolCallView, spec: ToolSpec) -> Ask[Decision]:
-        message = self.message(call) if self.message else f"Run {call.name}({call.arguments})?"
+        message = self.message(call) if self.message else _default_message(call)
         return Ask(
             "tool_call",
             message=message,
@@ -110,6 +110,18 @@ class Approval:
             tool_call_id=call.id,
             remind_before=self.remind_before,
         )
+
+
+ARGUMENTS_IN_MESSAGE = 200
+"""Characters of a call's arguments an approval's default message shows (an interrupt's
+size is budgeted, ``workflows/budgets.py``; the arguments may be long)."""
+
+
+def _default_message(call: ToolCallView) -> str:
+    shown = str(call.arguments)
+    if len(shown) > ARGUMENTS_IN_MESSAGE:
+        shown = shown[: ARGUMENTS_IN_MESSAGE - 1] + "…"
+    return f"Run {call.name}({shown})?"
 
 
 @dataclass(frozen=True)
