@@ -8,6 +8,7 @@ are checked where the body is read (``gateway.edge``, ``gateway.runs``).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -50,8 +51,13 @@ def parse_json(body: bytes) -> Any:
     level per pass. Brackets left after :data:`MAX_JSON_DEPTH` passes are too deep, or
     unbalanced; either way the body is refused before the parser sees it.
 
+    Strict JSON only: no ``NaN``/``Infinity``, no number too large for a float, no
+    string with a lone UTF-16 surrogate (``"\\ud800"``). Python's parser takes each,
+    but nothing downstream can send them on (Temporal's converter, the JSON of an
+    answer), so they are refused here, where the client can be told.
+
     Raises:
-        ValueError: The body is not UTF-8, nests too deeply, or is not JSON; the
+        ValueError: The body is not UTF-8, nests too deeply, or is not strict JSON; the
             message says which.
     """
     text = body.decode("utf-8-sig")
@@ -64,7 +70,23 @@ def parse_json(body: bytes) -> Any:
         raise ValueError(
             f"arrays and objects nest deeper than {MAX_JSON_DEPTH} levels, or do not close"
         )
-    return json.loads(text)
+    value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError as err:
+        raise ValueError("a string holds a lone UTF-16 surrogate") from err
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(literal: str) -> float:
+    number = float(literal)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {literal[:20]} is too large")
+    return number
 
 
 def id_problems(run_input: RunAgentInput) -> list[dict[str, Any]]:

@@ -315,6 +315,12 @@ def assert_valid_stream(events: list[dict[str, Any]], thread_id: str | None = No
     assert not errors, errors
 
 
+def forget_streams() -> None:
+    """Forget what :func:`assert_valid_stream` saw of each thread: for a test on a server
+    of its own, whose thread ids may repeat another test's."""
+    _validators.clear()
+
+
 async def thread_log(http: httpx.AsyncClient, thread_id: str) -> list[SseEvent]:
     """Every event of every run the thread remembers, read back run by run, with ids."""
     thread = (await http.get(f"/threads/{thread_id}")).json()

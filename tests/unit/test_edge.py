@@ -58,8 +58,9 @@ def test_json_nested_too_deeply_is_refused_before_parsing(body: bytes) -> None:
         (nested(MAX_JSON_DEPTH), nested_lists(MAX_JSON_DEPTH)),
         (b'{"a": "[[[[{{{{", "b": ["\\"]["]}', {"a": "[[[[{{{{", "b": ['"][']}),
         ('\ufeff{"é": "ü"}'.encode(), {"é": "ü"}),
+        (b'["\\ud83d\\ude00", 1e308]', ["\U0001f600", 1e308]),
     ],
-    ids=["at-the-limit", "brackets-in-strings", "utf-8-with-bom"],
+    ids=["at-the-limit", "brackets-in-strings", "utf-8-with-bom", "surrogate-pair"],
 )
 def test_json_within_the_limit_parses(body: bytes, value: object) -> None:
     assert parse_json(body) == value
@@ -67,8 +68,28 @@ def test_json_within_the_limit_parses(body: bytes, value: object) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [b'"abc', b'"a\\"' * 100_000, b"\xff\xfe[]", '["x"]'.encode("utf-16")],
-    ids=["unterminated", "escaped-quotes", "not-utf-8", "utf-16"],
+    [
+        b'"abc',
+        b'"a\\"' * 100_000,
+        b"\xff\xfe[]",
+        '["x"]'.encode("utf-16"),
+        b"[NaN]",
+        b'{"a": -Infinity}',
+        b"1e999999",
+        b'{"id": "\\ud800"}',
+        b'["\\udc00\\ud800"]',
+    ],
+    ids=[
+        "unterminated",
+        "escaped-quotes",
+        "not-utf-8",
+        "utf-16",
+        "nan",
+        "infinity",
+        "overflowing-number",
+        "lone-surrogate",
+        "reversed-surrogates",
+    ],
 )
 def test_json_that_is_not_utf8_json_is_a_value_error(body: bytes) -> None:
     with pytest.raises(ValueError):
