@@ -19,6 +19,7 @@ import uvicorn
 from ag_ui.core import Event
 from ag_ui_validate import Validator, create_validator
 from pydantic import TypeAdapter
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -122,19 +123,30 @@ class WorkflowRunHistory:
     input_bytes: int
 
 
-async def history_chain(client: Client, thread_id: str) -> list[WorkflowRunHistory]:
-    """Every workflow run of the thread, first to latest, following continue-as-new."""
+async def run_histories(
+    client: Client, thread_id: str
+) -> AsyncIterator[tuple[str, list[HistoryEvent]]]:
+    """The id and events of every workflow run of the thread, first to latest, following
+    continue-as-new."""
     latest = await thread_handle(client, thread_id).describe()
     run_id = latest.raw_description.workflow_execution_info.first_run_id
-    chain = []
     while run_id:
         handle = client.get_workflow_handle(workflow_id_for(thread_id), run_id=run_id)
-        events = (await handle.fetch_history()).events
-        size = sum(event.ByteSize() for event in events)
-        chain.append(WorkflowRunHistory(run_id, len(events), size, events[0].ByteSize()))
-        last = events[-1].workflow_execution_continued_as_new_event_attributes
-        run_id = last.new_execution_run_id
-    return chain
+        events = list((await handle.fetch_history()).events)
+        yield run_id, events
+        run_id = events[
+            -1
+        ].workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+
+
+async def history_chain(client: Client, thread_id: str) -> list[WorkflowRunHistory]:
+    """Every workflow run of the thread, first to latest, with its history's size."""
+    return [
+        WorkflowRunHistory(
+            run_id, len(events), sum(event.ByteSize() for event in events), events[0].ByteSize()
+        )
+        async for run_id, events in run_histories(client, thread_id)
+    ]
 
 
 def free_port() -> int:

@@ -32,6 +32,7 @@ from tests.helpers import (
     history_length,
     new_thread,
     post_run,
+    run_histories,
     run_input,
     serve_stack,
     start_thread,
@@ -45,7 +46,6 @@ from workflows.errors import ErrorCode
 from workflows.models import OperatorResume, RunRequest, ThreadState
 from workflows.sdk import AgentContext, AgentDefinition, Ask, ChatReply, ScriptedModel
 from workflows.thread import ThreadWorkflow
-from workflows.thread_ids import workflow_id_for
 
 WORDS = "lorem ipsum dolor sit amet "
 
@@ -233,21 +233,12 @@ async def test_an_email_is_sent_once_when_the_turn_fails_after_sending_it(
 
 async def scheduled_activities(client: Client, thread_id: str) -> list[str]:
     """The activities the thread scheduled, over all its workflow runs."""
-    latest = await thread_handle(client, thread_id).describe()
-    run_id = latest.raw_description.workflow_execution_info.first_run_id
-    names = []
-    while run_id:
-        handle = client.get_workflow_handle(workflow_id_for(thread_id), run_id=run_id)
-        events = (await handle.fetch_history()).events
-        names += [
-            e.activity_task_scheduled_event_attributes.activity_type.name
-            for e in events
-            if e.HasField("activity_task_scheduled_event_attributes")
-        ]
-        run_id = events[
-            -1
-        ].workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-    return names
+    return [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        async for _, events in run_histories(client, thread_id)
+        for event in events
+        if event.HasField("activity_task_scheduled_event_attributes")
+    ]
 
 
 def big_text(size: int) -> str:
