@@ -65,6 +65,15 @@ class ErrorCode(StrEnum):
     OUTPUT_TOO_LARGE = "OUTPUT_TOO_LARGE"
     """The agent's output in the run went over a budget: its events, a message, or what
     it left in the thread's state, memory or paused turn."""
+    NOT_AN_APPROVER = "NOT_AN_APPROVER"
+    """The decider may not settle this interrupt: not among its approvers (or excluded as
+    the requester), or, in the owner's resume, one approval does not settle it."""
+    POLICY_EXCEEDED = "POLICY_EXCEEDED"
+    """An approval's ``editedArgs`` would need a stricter approver policy than the one
+    the interrupt asks under; nothing was counted."""
+    PERMIT_MISMATCH = "PERMIT_MISMATCH"
+    """A tool was about to run on arguments other than those its approval's permit
+    binds; it did not run."""
     INTERNAL = "INTERNAL"
     """The thread itself failed to serve the run (a bug in the engine); the run ended,
     the thread stays usable."""

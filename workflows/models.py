@@ -66,6 +66,20 @@ class LoggedEvent(SequencedEvent):
     messages_upto: int | None = None
 
 
+class Permit(Model):
+    """What an approved tool call runs under: the exact arguments, by digest, and who
+    approved them. The tool's activity recomputes the digest and refuses to run on
+    any other arguments."""
+
+    interrupt_id: str
+    tool_call_id: str
+    digest: str
+    """``workflows.approvers.arguments_digest`` of the arguments approved: the
+    ``editedArgs``, or the call's own."""
+    approvers: list[str]
+    at: datetime
+
+
 AnswerStatus = Literal["resolved", "cancelled", "expired"]
 
 
@@ -75,6 +89,11 @@ class Answer(Model):
     interrupt: Interrupt
     status: AnswerStatus
     payload: Any = None
+    decided_by: list[str] = Field(default_factory=list)
+    """Who settled it: the principals whose decisions counted (an operator's resume:
+    ``operator:<name>``); empty for an expiry."""
+    permit: Permit | None = None
+    """For an approved tool call (``Ask.call``): what it may run with."""
 
     @property
     def resolved(self) -> bool:

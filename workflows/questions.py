@@ -19,9 +19,10 @@ from ag_ui.core import Interrupt
 from pydantic import TypeAdapter, ValidationError
 from temporalio.exceptions import ApplicationError
 
+from workflows.approvers import Approvers, BoundCall
 from workflows.budgets import expiry
 from workflows.errors import ErrorCode
-from workflows.models import Answer, AnswerStatus, Model, Reminder
+from workflows.models import Answer, AnswerStatus, Model, Permit, Reminder
 
 T = TypeVar("T")
 
@@ -38,6 +39,10 @@ class Question(Model):
     remind_before: list[timedelta] | None = None
     """Reminders (by webhook) this long before ``expires_at``; ``None``: the agent's. A
     reminder already past when asked is skipped."""
+    approvers: Approvers | None = None
+    """Who may answer; ``None``: the thread's owner."""
+    call: BoundCall | None = None
+    """The tool call an approval is about: an approved answer gives it a permit."""
 
     def interrupt(self, interrupt_id: str) -> Interrupt:
         """The interrupt as clients see it, with the id the thread gave it."""
@@ -84,6 +89,10 @@ class Ask(Generic[T]):
             and for tools that ask).
         remind_before: Reminders before ``expires``; the agent's by default. At most
             ``budgets.MAX_REMINDERS_PER_INTERRUPT`` (5), each within ``MAX_EXPIRY``.
+        approvers: Who may answer (users, groups, n-of-m, separation of duties,
+            escalation); the thread's owner by default.
+        call: The tool call an approval is about (set by the SDK for approvals): once
+            approved, the call runs under a permit for exactly the approved arguments.
     """
 
     reason: str
@@ -95,6 +104,8 @@ class Ask(Generic[T]):
     metadata: dict[str, Any] | None = None
     tool_call_id: str | None = None
     remind_before: list[timedelta] | None = None
+    approvers: Approvers | None = None
+    call: BoundCall | None = None
 
     def question(self, now: datetime) -> Question:
         """The interrupt to open, ``now`` being the moment it is asked.
@@ -111,6 +122,8 @@ class Ask(Generic[T]):
             metadata=self.metadata,
             tool_call_id=self.tool_call_id,
             remind_before=self.remind_before,
+            approvers=self.approvers,
+            call=self.call,
         )
 
     def reply(self, answer: Answer) -> Reply[T]:
@@ -127,7 +140,13 @@ class Ask(Generic[T]):
                     type=ErrorCode.AGENT_FAILED.value,
                     non_retryable=True,
                 ) from error
-        return Reply(answer.interrupt, answer.status, value if answer.resolved else None)
+        return Reply(
+            answer.interrupt,
+            answer.status,
+            value if answer.resolved else None,
+            answer.decided_by,
+            answer.permit,
+        )
 
 
 @dataclass(frozen=True)
@@ -139,6 +158,10 @@ class Reply(Generic[T]):
     """``resolved``, ``cancelled``, or ``expired`` (nobody answered in time)."""
     value: T | None
     """The answer, of the ask's ``response`` type; ``None`` unless ``resolved``."""
+    decided_by: list[str]
+    """The principals whose decisions settled it (empty for an expiry)."""
+    permit: Permit | None = None
+    """For an approved tool call: the permit it runs under."""
 
     @property
     def resolved(self) -> bool:

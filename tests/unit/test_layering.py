@@ -22,13 +22,19 @@ LEAVES = {
     "settings.py": {"logs", "tracing"},
     "workflows/errors.py": set(),
     "workflows/budgets.py": {"workflows.errors", "workflows.models"},
-    "workflows/questions.py": {"workflows.budgets", "workflows.errors", "workflows.models"},
+    "workflows/approvers.py": {"workflows.models"},
+    "workflows/questions.py": {
+        "workflows.approvers",
+        "workflows.budgets",
+        "workflows.errors",
+        "workflows.models",
+    },
 }
 """Modules at the bottom of the tree, with the project modules each may import."""
 
-BOUNDARY = {"workflows.models", "workflows.questions", "workflows.errors"}
+BOUNDARY = {"workflows.models", "workflows.questions", "workflows.errors", "workflows.approvers"}
 """What activities may take from ``workflows/``: the data that crosses the boundary (a
-tool's question among it) and the error codes."""
+tool's question among it, a permit's digest) and the error codes."""
 
 ENGINE_TO_ACTIVITIES = {"workflows/deadlines.py": {"activities.reminders"}}
 """The engine imports activities only for what it calls: its deadlines the ``send_reminder``

@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
         tool_results,
     )
     from activities.tooling import Tool, ToolContext, ToolInterrupt, tool, tool_context
+    from workflows.approvers import Approvers, Escalation
     from workflows.questions import Ask, Reply
     from workflows.sdk.agent import AfterTool, AgentDefinition, BeforeBatch, BeforeTool
     from workflows.sdk.context import AgentContext
@@ -34,6 +35,7 @@ __all__ = [
     "AgentContext",
     "AgentDefinition",
     "Approval",
+    "Approvers",
     "Ask",
     "BeforeBatch",
     "BeforeTool",
@@ -41,6 +43,7 @@ __all__ = [
     "ChatReply",
     "ChatRequest",
     "Decision",
+    "Escalation",
     "InterruptTool",
     "ProposedCall",
     "Reply",
