@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
 
     from activities.chat import ChatModel
     from activities.tooling import Tool
+    from workflows.approvers import Approvers, BoundCall
     from workflows.client_input import DEFAULT_ROLES, ClientInput, ClientRole
     from workflows.errors import ErrorCode
     from workflows.models import Answer
@@ -168,3 +169,11 @@ class AgentDefinition:
     def tool(self, name: str) -> Tool | InterruptTool | None:
         """The tool the model calls ``name``."""
         return next((tool for tool in self.tools if tool.name == name), None)
+
+    def approvers_for(self, call: BoundCall, arguments: dict[str, Any]) -> Approvers | None:
+        """The policy an approval of ``call`` would follow with ``arguments`` instead of
+        its own (an ``editedArgs``): what the thread checks an edit against."""
+        tool = self.tool(call.name)
+        if isinstance(tool, Tool) and tool.approval is not None:
+            return tool.approval.approvers_for(arguments)
+        return None

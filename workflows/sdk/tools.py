@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
     from activities.tooling import arguments_model, tool_spec
+    from workflows.approvers import Approvers, BoundCall
     from workflows.questions import Ask
 
 
@@ -87,6 +88,10 @@ class Approval:
             run (the answer is ``expired``).
         remind_before: Reminders before ``expires``; the agent's by default.
         metadata: Passed to the client with the interrupt.
+        approvers: Who may approve: a policy, or a function of the call's arguments
+            returning one (e.g. by amount; ``None``: the thread's owner). An approval
+            whose ``editedArgs`` would need a stricter policy is refused
+            (``POLICY_EXCEEDED``).
     """
 
     edits: bool = False
@@ -95,9 +100,16 @@ class Approval:
     expires: timedelta | datetime | None = None
     remind_before: list[timedelta] | None = None
     metadata: dict[str, Any] | None = None
+    approvers: Approvers | Callable[[dict[str, Any]], Approvers | None] | None = None
 
     def applies(self, call: ToolCallView) -> bool:
         return self.when is None or self.when(call.arguments)
+
+    def approvers_for(self, arguments: dict[str, Any]) -> Approvers | None:
+        """The policy approving a call with ``arguments`` follows."""
+        if callable(self.approvers):
+            return self.approvers(arguments)
+        return self.approvers
 
     def ask(self, call: ToolCallView, spec: ToolSpec) -> Ask[Decision]:
         message = self.message(call) if self.message else _default_message(call)
@@ -109,6 +121,8 @@ class Approval:
             metadata=self.metadata,
             tool_call_id=call.id,
             remind_before=self.remind_before,
+            approvers=self.approvers_for(call.arguments),
+            call=BoundCall(name=call.name, arguments=call.arguments),
         )
 
 
