@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     """``make run``: that dev server's Web UI port."""
     stream_poll_seconds: float = 0.05
     """How often the gateway reads a run's new events while the run is in flight."""
+    follow_poll_seconds: float = Field(default=1.0, gt=0)
+    """How often a stream following a thread (``GET /threads/{id}/events``) reads its
+    new events while no run is in progress: the thread may wait for days, and a new
+    run's first events arrive at most this late (then ``stream_poll_seconds`` applies)."""
     continue_as_new_after_runs: int = CONTINUE_AS_NEW_AFTER_RUNS
     """Runs a thread's workflow run serves before it continues as new (set at a thread's
     first run and kept for its life)."""

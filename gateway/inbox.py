@@ -4,6 +4,10 @@ Every thread workflow publishes its status, agent and open interrupts' reasons a
 attributes and its open interrupts in its memo (``ThreadWorkflow._publish_status``), so a
 list is one visibility query: no thread is queried or replayed to build it.
 
+The inbox shows a caller the interrupts they may decide, whoever's thread holds them
+(the thread lists who may in ``AguiApprovers``; each interrupt's ``metadata.approvers``
+says for sure), and those of their own threads.
+
 SQL visibility (the dev server, PostgreSQL) cannot sort by a custom attribute, so the
 interrupt inbox reads every matching thread's memo and sorts by deadline itself, with a
 cursor that stays valid as interrupts come and go. That is one visibility page per 1,000
@@ -18,17 +22,22 @@ import binascii
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Literal
 
 from ag_ui.core import Interrupt
+from pydantic import ValidationError
 from temporalio.client import Client, WorkflowExecution
 
+from gateway.auth import Principal
 from workflows import search_attributes, visibility
+from workflows.approvers import ApproversView
 from workflows.interrupts import parse_expiry
 from workflows.models import Model, ThreadStatus
 from workflows.thread import ThreadWorkflow
 from workflows.thread_ids import thread_id_of
-from workflows.visibility import INTERRUPTS_MEMO
+from workflows.visibility import INTERRUPTS_MEMO, OWNER_MEMO
 
 FILTER_VALUE = re.compile(r"[\w:.\-]+")
 """What an agent, status or reason filter may contain: no quotes, so no query injection."""
@@ -55,12 +64,25 @@ class ThreadPage(Model):
     """Pass as ``pageToken`` for the next page; ``None`` on the last."""
 
 
+InboxRole = Literal["decide", "mine"]
+"""Which of a caller's interrupts the inbox lists: those they may decide, or those of
+their own threads (whoever decides them)."""
+
+
 class InboxItem(Model):
-    """One open interrupt (its message, schema and deadline) and the thread it holds."""
+    """One open interrupt (its message, schema, deadline and, in ``metadata.approvers``,
+    who may decide it and the approvals so far) and the thread it holds."""
 
     thread_id: str
     agent: str | None
     interrupt: Interrupt
+    owner: str | None = None
+    """Who asked: the thread's owner (unknown for a thread last published before the
+    engine put it in the memo)."""
+    may_decide: bool = False
+    """Whether the caller may decide it now."""
+    mine: bool = False
+    """Whether it is on one of the caller's own threads."""
 
 
 class InboxPage(Model):
@@ -75,9 +97,12 @@ def thread_query(
     agent: str | None = None,
     status: ThreadStatus | None = None,
     reason: str | None = None,
+    approvers: Sequence[str] = (),
 ) -> str:
     """The visibility query for live threads of ``task_queue`` matching the filters,
-    those of ``owner`` only unless it is ``None`` (an admin's listing).
+    those of ``owner`` only unless it is ``None`` (an admin's listing), or with
+    ``owner``, those waiting on any of ``approvers`` too (``AguiApprovers`` entries, as
+    :func:`approver_entries` makes them).
 
     Raises:
         ValueError: A filter value that is not a plain name.
@@ -88,8 +113,12 @@ def thread_query(
         f'TaskQueue = "{task_queue}"',
     ]
     if owner is not None:
-        # owner_key is plain or a digest: nothing in it needs quoting.
-        clauses.append(f'{search_attributes.OWNER.name} = "{visibility.owner_key(owner)}"')
+        # owner_key and approver keys are plain or digests: nothing in them needs quoting.
+        mine = f'{search_attributes.OWNER.name} = "{visibility.owner_key(owner)}"'
+        if approvers:
+            listed = ", ".join(f'"{entry}"' for entry in approvers)
+            mine = f"({mine} OR {search_attributes.APPROVERS.name} IN ({listed}))"
+        clauses.append(mine)
     for key, value in (
         (search_attributes.AGENT, agent),
         (search_attributes.THREAD_STATUS, status),
@@ -100,6 +129,16 @@ def thread_query(
                 raise ValueError(f"{value!r} is not a valid {key.name} filter")
             clauses.append(f'{key.name} = "{value}"')
     return " AND ".join(clauses)
+
+
+def approver_entries(principal: Principal) -> list[str]:
+    """The ``AguiApprovers`` entries that may name ``principal``: its subject, its
+    groups, and the mark of threads whose approvers did not all fit the attribute."""
+    return [
+        visibility.approver_key("u", principal.subject),
+        *sorted({visibility.approver_key("g", group) for group in principal.groups}),
+        visibility.MORE_APPROVERS,
+    ]
 
 
 async def list_threads(
@@ -116,18 +155,40 @@ async def list_threads(
 
 
 async def list_interrupts(
-    client: Client, query: str, reason: str | None, limit: int, cursor: str | None
+    client: Client,
+    query: str,
+    principal: Principal,
+    role: InboxRole | None,
+    reason: str | None,
+    limit: int,
+    cursor: str | None,
+    now: datetime,
 ) -> InboxPage:
-    """The open interrupts of the threads ``query`` matches, soonest deadline first
-    (those without one last), ``limit`` at a time after ``cursor``."""
+    """The open interrupts of the threads ``query`` matches that ``principal`` may
+    decide at ``now`` (``role="decide"``), that are on its own threads (``"mine"``), or
+    either (``None``; an admin: every one), soonest deadline first (those without one
+    last), ``limit`` at a time after ``cursor``."""
     after = _cursor_key(cursor) if cursor else None
     items = []
     async for execution in client.list_workflows(query):
-        agent = execution.typed_search_attributes.get(search_attributes.AGENT)
+        attributes = execution.typed_search_attributes
+        agent = attributes.get(search_attributes.AGENT)
+        owner = await _owner(execution)
+        mine = _is_owner(principal, owner, attributes.get(search_attributes.OWNER))
         for interrupt in await _interrupts(execution):
-            if reason is None or interrupt.reason == reason:
+            if reason is not None and interrupt.reason != reason:
+                continue
+            may_decide = _may_decide(interrupt, principal, mine, now)
+            if _in_role(role, may_decide, mine, principal.admin):
                 items.append(
-                    InboxItem(thread_id=_thread_id(execution), agent=agent, interrupt=interrupt)
+                    InboxItem(
+                        thread_id=_thread_id(execution),
+                        agent=agent,
+                        interrupt=interrupt,
+                        owner=owner,
+                        may_decide=may_decide,
+                        mine=mine,
+                    )
                 )
     items.sort(key=_sort_key)
     if after is not None:
@@ -135,6 +196,34 @@ async def list_interrupts(
     page = items[:limit]
     more = len(items) > limit
     return InboxPage(interrupts=page, next_cursor=_cursor(page[-1]) if more else None)
+
+
+def _is_owner(principal: Principal, owner: str | None, owner_attribute: str | None) -> bool:
+    """Whether the thread of ``owner`` (as its memo says; ``None`` in a memo from before
+    the engine put it there, when ``AguiOwner`` says) is ``principal``'s."""
+    if owner is not None:
+        return owner == principal.subject
+    return owner_attribute == visibility.owner_key(principal.subject)
+
+
+def _in_role(role: InboxRole | None, may_decide: bool, mine: bool, admin: bool) -> bool:
+    if role == "decide":
+        return may_decide
+    if role == "mine":
+        return mine
+    return may_decide or mine or admin
+
+
+def _may_decide(interrupt: Interrupt, principal: Principal, mine: bool, now: datetime) -> bool:
+    """Whether ``principal`` may decide ``interrupt`` at ``now``: as its approvers say,
+    or, for an interrupt that names none (or none that parse), when it is theirs."""
+    try:
+        view = ApproversView.of(interrupt.metadata)
+    except ValidationError:
+        view = None
+    if view is None:
+        return mine
+    return view.admits(principal.subject, principal.groups, mine, now)
 
 
 async def _summary(execution: WorkflowExecution) -> ThreadSummary:
@@ -153,6 +242,11 @@ async def _interrupts(execution: WorkflowExecution) -> list[Interrupt]:
         INTERRUPTS_MEMO, [], type_hint=list[Interrupt]
     )
     return interrupts
+
+
+async def _owner(execution: WorkflowExecution) -> str | None:
+    owner: str | None = await execution.memo_value(OWNER_MEMO, None, type_hint=str)
+    return owner
 
 
 def _thread_id(execution: WorkflowExecution) -> str:

@@ -1,6 +1,6 @@
 """Runs and their event streams: ``POST /agents/{agent_id}`` starts or resumes a run and
 streams its AG-UI events; ``GET /threads/{thread_id}/runs/{run_id}/events`` reads a run
-again, from any event on."""
+again, from any event on; ``GET /threads/{thread_id}/events`` follows the whole thread."""
 
 from __future__ import annotations
 
@@ -38,7 +38,15 @@ from gateway.errors import (
     unknown_thread,
 )
 from gateway.limits import ID_RULE, id_problems, parse_json
-from gateway.streaming import RunStream, attach, find_run, start_run, thread_handle
+from gateway.streaming import (
+    RunStream,
+    attach,
+    find_run,
+    follow,
+    read_log,
+    start_run,
+    thread_handle,
+)
 from workflows.models import SequencedEvent
 
 tracer = trace.get_tracer("agui.gateway")
@@ -52,6 +60,8 @@ Page = list[Streamed]
 
 
 JSON = "application/json"
+KEEPALIVE = ": keepalive\n\n"
+"""An SSE comment: what a stream with nothing to send sends, so proxies keep it open."""
 
 
 async def _run_input(request: Request) -> RunAgentInput:
@@ -172,6 +182,42 @@ async def run_events(
     return _sse(metrics.time_stream("/threads/{thread_id}/runs/{run_id}/events", pages()))
 
 
+@router.get(
+    "/threads/{thread_id}/events", response_class=StreamingResponse, dependencies=[STREAM_SLOT]
+)
+async def thread_events(
+    thread_id: ThreadIdPath,
+    principal: PrincipalDep,
+    client: ClientDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
+    after: Annotated[str | None, Query()] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """Follow the thread: its events after event id ``after`` (or ``Last-Event-ID``;
+    with neither, from the oldest event it carries), then each event as the thread logs
+    it, whoever started the run (the client, another client, an approver's decision,
+    an expiry, an operator). Stays open while the thread waits, with a keepalive
+    comment every so often, until the client goes away."""
+    offset = _event_id(after if after is not None else last_event_id)
+    thread = thread_handle(client, thread_id)
+    try:
+        first = await read_log(thread, offset)
+    except TEMPORAL_ERRORS as err:
+        raise thread_read_error(thread_id, err) from err
+    if not may_read(principal, first.owner):
+        raise unknown_thread(thread_id)
+
+    async def pages() -> AsyncIterator[Page]:
+        events = follow(
+            thread, offset, first, settings.stream_poll_seconds, settings.follow_poll_seconds
+        )
+        async for page in events:
+            yield _streamed(page)
+
+    return _sse(metrics.time_stream("/threads/{thread_id}/events", pages()))
+
+
 def _streamed(page: list[SequencedEvent]) -> Page:
     """A page of the thread's events, each with its ``seq`` as its SSE ``id``."""
     return [(item.seq, item.event) for item in page]
@@ -207,7 +253,8 @@ def _sse(pages: AsyncIterator[Page], compat: str | None = None) -> StreamingResp
     """An AG-UI event stream as a ``text/event-stream`` response, a chunk per page.
 
     Args:
-        pages: The events to send, each with its SSE ``id``.
+        pages: The events to send, each with its SSE ``id``; an empty page sends a
+            keepalive instead, a comment clients ignore.
         compat: ``"draft"`` to send interrupts in the earlier draft's shape too.
     """
     encoder = EventEncoder()
@@ -222,7 +269,7 @@ def _sse(pages: AsyncIterator[Page], compat: str | None = None) -> StreamingResp
 
     async def body() -> AsyncIterator[str]:
         async for page in pages:
-            yield "".join(encode(seq, event) for seq, event in page)
+            yield "".join(encode(seq, event) for seq, event in page) if page else KEEPALIVE
 
     return StreamingResponse(
         body(),

@@ -9,7 +9,8 @@ place the choice lives.
 
 Every event comes with its ``seq``, its position in the thread's event log, which the
 gateway sends as the SSE ``id``: a client that lost its stream reads the rest of the
-run from there with :func:`attach`.
+run from there with :func:`attach`. A client that follows the whole thread, whoever
+starts its runs, reads the log with the ``log`` query (:func:`follow`).
 
 A thread's first run is checked here before it starts the thread's workflow, by the
 rules the workflow checks every run with (``workflows/admission.py``): update-with-start
@@ -22,8 +23,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
+import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from ag_ui.core import RunAgentInput
@@ -31,11 +34,14 @@ from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
     WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowQueryRejectedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
     WorkflowUpdateStage,
 )
 from temporalio.common import (
+    QueryRejectCondition,
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDConflictPolicy,
@@ -48,6 +54,8 @@ from workflows import search_attributes, visibility
 from workflows.admission import check_run
 from workflows.models import (
     EventsQuery,
+    LogPage,
+    LogQuery,
     RunLookup,
     RunRecord,
     RunReply,
@@ -59,6 +67,20 @@ from workflows.models import (
 from workflows.sdk.agent import AgentDefinition
 from workflows.thread import ThreadWorkflow
 from workflows.thread_ids import workflow_id_for
+
+log = logging.getLogger(__name__)
+
+KEEPALIVE_SECONDS = 15.0
+"""A stream following a thread sends a keepalive after this long without an event, so
+proxies on the way do not close it as idle."""
+TRANSIENT = frozenset(
+    {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.RESOURCE_EXHAUSTED}
+)
+"""Failures of a read that a stream following a thread waits out: Temporal (or a
+worker) unreachable or overloaded for a while."""
+FOLLOW_QUERY_TIMEOUT = timedelta(seconds=10)
+"""How long one read of a followed thread may take (no worker, say) before it counts as
+such a failure, so the stream's keepalives go on meanwhile."""
 
 
 def run_key_for(run_input: RunAgentInput, principal: str) -> str:
@@ -163,6 +185,80 @@ async def attach(
         if page.ended:
             return
         await asyncio.sleep(poll_seconds)
+
+
+async def read_log(thread: WorkflowHandle[ThreadWorkflow, None], after: int) -> LogPage:
+    """The thread's owner and the first page of its events with ``seq > after``."""
+    return await thread.query(ThreadWorkflow.log, LogQuery(after=after))
+
+
+async def follow(
+    thread: WorkflowHandle[ThreadWorkflow, None],
+    after: int,
+    first: LogPage,
+    poll_seconds: float,
+    idle_seconds: float,
+) -> AsyncIterator[list[SequencedEvent]]:
+    """The thread's events with ``seq > after``, starting with ``first``
+    (:func:`read_log`), then every event the thread logs, whichever run it belongs to
+    (a client's, an expiry's, an operator's...), in pages as :meth:`RunStream.pages`;
+    an empty page after ``KEEPALIVE_SECONDS`` without events.
+
+    The thread is read every ``poll_seconds`` while a run is in progress, every
+    ``idle_seconds`` while it is idle or waiting, at once while it has more; a Temporal
+    that is unreachable for a while is waited out. It ends when the thread's workflow
+    is gone (or closed, after its last events), or when its caller stops reading.
+    """
+    page: LogPage | None = first
+    quiet_since = time.monotonic()
+    while True:
+        if page is not None and page.events:
+            after = page.events[-1].seq
+            quiet_since = time.monotonic()
+            yield page.events
+        elif time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
+            quiet_since = time.monotonic()
+            yield []
+        if page is None or not page.more:
+            running = page is not None and page.running
+            await asyncio.sleep(poll_seconds if running else idle_seconds)
+        try:
+            page = await thread.query(
+                ThreadWorkflow.log,
+                LogQuery(after=after),
+                reject_condition=QueryRejectCondition.NOT_OPEN,
+                rpc_timeout=FOLLOW_QUERY_TIMEOUT,
+            )
+        except WorkflowQueryRejectedError:
+            async for events in _last_events(thread, after):
+                yield events
+            return
+        except WorkflowQueryFailedError as err:
+            # E.g. a worker of an older build, without the query, mid-deploy.
+            log.warning("stopped following %s: %s", thread.id, err)
+            return
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return
+            if err.status not in TRANSIENT:
+                # A failure a reconnect sorts out better.
+                log.warning("stopped following %s: %s", thread.id, err.status.name)
+                return
+            page = None
+
+
+async def _last_events(
+    thread: WorkflowHandle[ThreadWorkflow, None], after: int
+) -> AsyncIterator[list[SequencedEvent]]:
+    """The events with ``seq > after`` of a thread whose workflow has closed
+    (terminated, say), which a query that is not rejected still reads."""
+    while True:
+        page = await read_log(thread, after)
+        if page.events:
+            after = page.events[-1].seq
+            yield page.events
+        if not page.more:
+            return
 
 
 async def start_run(

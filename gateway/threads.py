@@ -3,8 +3,9 @@ the approval inbox ``GET /interrupts``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -30,8 +31,10 @@ from gateway.errors import (
 )
 from gateway.inbox import (
     InboxPage,
+    InboxRole,
     InvalidCursor,
     ThreadPage,
+    approver_entries,
     list_interrupts,
     list_threads,
     thread_query,
@@ -72,16 +75,27 @@ async def interrupts(
     agents: AgentsDep,
     agent: Annotated[str | None, Query()] = None,
     reason: Annotated[str | None, Query()] = None,
+    role: Annotated[InboxRole | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query()] = None,
 ) -> InboxPage:
-    """Open interrupts across the caller's threads (an admin's: every thread), soonest
-    deadline first: an approval inbox."""
+    """Open interrupts the caller may decide, whoever's thread holds them, and those of
+    the caller's own threads (an admin's: every one), soonest deadline first: an
+    approval inbox. ``?role=decide`` lists only the first, ``?role=mine`` the second."""
+    # Only the caller's own threads need no approvers' attribute to find them.
+    approvers = [] if role == "mine" else approver_entries(principal)
     query = _visibility_query(
-        settings, agents, principal, agent=agent, status="waiting", reason=reason
+        settings,
+        agents,
+        principal,
+        agent=agent,
+        status="waiting",
+        reason=reason,
+        approvers=approvers,
     )
+    now = datetime.now(UTC)
     with _listing_errors():
-        return await list_interrupts(client, query, reason, limit, cursor)
+        return await list_interrupts(client, query, principal, role, reason, limit, cursor, now)
 
 
 @router.get("/threads/{thread_id}")
@@ -103,13 +117,22 @@ def _visibility_query(
     agent: str | None = None,
     status: ThreadStatus | None = None,
     reason: str | None = None,
+    approvers: Sequence[str] = (),
 ) -> str:
-    """The visibility query for the filters, or a 422 naming the bad one."""
+    """The visibility query for the filters, or a 422 naming the bad one: the caller's
+    threads and, with ``approvers``, those waiting on any of them (an admin's: all)."""
     if agent is not None and agent not in agents:
         raise ApiError(422, GatewayErrorCode.INVALID_FILTER, no_agent_named(agent, agents))
     try:
         owner = None if principal.admin else principal.subject
-        return thread_query(settings.task_queue, owner, agent=agent, status=status, reason=reason)
+        return thread_query(
+            settings.task_queue,
+            owner,
+            agent=agent,
+            status=status,
+            reason=reason,
+            approvers=approvers,
+        )
     except ValueError as err:
         raise ApiError(422, GatewayErrorCode.INVALID_FILTER, str(err)) from err
 

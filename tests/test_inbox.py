@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import httpx
 from temporalio.client import Client
 
-from tests.helpers import eventually, new_thread, post_run, run_input, serve_stack
+from tests.helpers import bearer, eventually, new_thread, post_run, run_input, serve_stack
+from workflows.agents import EXAMPLES
+from workflows.approvers import METADATA_KEY
+from workflows.sdk import (
+    AgentContext,
+    AgentDefinition,
+    Approvers,
+    Ask,
+    ChatReply,
+    Escalation,
+    ScriptedModel,
+)
+from workflows.thread_ids import workflow_id_for
 
 
 async def _start(http: httpx.AsyncClient, text: str, **extra: Any) -> tuple[str, list[Any]]:
@@ -99,3 +112,145 @@ async def test_bad_filters_and_cursors_are_clear_errors(client: Client) -> None:
             assert response.json()["error"]["code"] == code
         response = await stack.http.get("/threads", params={"status": "sleeping"})
         assert response.status_code == 422
+
+
+# --- approvers: who may decide, whoever asked -----------------------------------------------
+
+
+async def ask_approvers(ctx: AgentContext) -> None:
+    """Ask one question whose approvers are ``forwardedProps.approvers`` (an
+    ``Approvers``), shown in its metadata as the thread shows every interrupt's, with
+    ``forwardedProps.reason`` as its reason."""
+    props = ctx.input.forwarded_props or {}
+    policy = Approvers.model_validate(props["approvers"])
+    view = policy.view(ctx.turn.thread.owner, ctx.now())
+    ask: Ask[bool] = Ask(
+        props.get("reason", "tool_call"),
+        message="Approve?",
+        response=bool,
+        metadata={METADATA_KEY: view.model_dump(mode="json", by_alias=True)},
+        approvers=policy,
+    )
+    await ctx.interrupt_all([ask])
+    ctx.say("Done.")
+
+
+APPROVING = AgentDefinition(
+    name="approving",
+    description="Asks a question whose approvers the run's forwardedProps name.",
+    model=ScriptedModel("approving", lambda request: ChatReply(text="unused")),
+    turn=ask_approvers,
+)
+
+
+async def _ask(http: httpx.AsyncClient, reason: str, approvers: Approvers) -> str:
+    thread_id = new_thread()
+    props = {"reason": reason, "approvers": approvers.model_dump(mode="json", by_alias=True)}
+    events = await post_run(
+        http, "approving", run_input(thread_id, "r1", "go", forwardedProps=props)
+    )
+    assert events[-1]["outcome"]["type"] == "interrupt", events[-1]
+    return thread_id
+
+
+async def _inbox(http: httpx.AsyncClient, **params: Any) -> dict[str, Any]:
+    """The caller's inbox with ``params``, by thread id (one interrupt per thread here)."""
+    page = await _get(http, "/interrupts", **params)
+    items = {item["threadId"]: item for item in page["interrupts"]}
+    assert len(items) == len(page["interrupts"])
+    return items
+
+
+async def test_approvers_see_what_they_may_decide_and_owners_what_they_asked(
+    client: Client,
+) -> None:
+    async with serve_stack(client, agents=[*EXAMPLES, APPROVING]) as stack:
+        # alice asks everything; she is in finance herself.
+        alice = stack.http
+        alice.headers.update(bearer("alice", ["finance"]))
+        finance = await _ask(alice, "payment", Approvers(groups=["finance"]))
+        separated = await _ask(
+            alice, "payment", Approvers(groups=["finance"], exclude_requester=True)
+        )
+        escalated = await _ask(
+            alice,
+            "review",
+            Approvers(users=["dave"], escalation=Escalation(after=timedelta(0), users=["boss"])),
+        )
+        not_yet = await _ask(
+            alice,
+            "review",
+            Approvers(
+                users=["dave"], escalation=Escalation(after=timedelta(days=300), users=["boss"])
+            ),
+        )
+        own, _ = await _start(alice, "confirm")
+
+        async with (
+            _principal(stack.url, "bob", ["finance"]) as bob,
+            _principal(stack.url, "carol", ["sales"]) as carol,
+            _principal(stack.url, "boss", []) as boss,
+        ):
+
+            async def listed() -> bool:
+                return set(await _inbox(bob)) == {finance, separated}
+
+            await eventually(listed, what="the inbox to list finance's interrupts")
+
+            # bob decides for finance, on alice's threads.
+            bobs = await _inbox(bob)
+            assert {k: (v["owner"], v["mayDecide"], v["mine"]) for k, v in bobs.items()} == {
+                finance: ("alice", True, False),
+                separated: ("alice", True, False),
+            }
+            item = bobs[finance]
+            assert item["agent"] == "approving"
+            assert item["interrupt"]["reason"] == "payment"
+            approvers = item["interrupt"]["metadata"]["approvers"]
+            assert (approvers["groups"], approvers["needed"], approvers["received"]) == (
+                ["finance"],
+                1,
+                0,
+            )
+            assert await _inbox(bob, role="decide") == bobs
+            assert await _inbox(bob, role="mine") == {}
+            # carol is in no group named: nothing; boss only once escalated.
+            assert await _inbox(carol) == {}
+            bosses = await _inbox(boss)
+            assert set(bosses) == {escalated}
+            assert bosses[escalated]["mayDecide"] and not bosses[escalated]["mine"]
+
+            # alice: her own threads, and what she may decide of them (not what she may
+            # not approve herself).
+            alices = await _inbox(alice)
+            assert {k: (v["mayDecide"], v["mine"]) for k, v in alices.items()} == {
+                finance: (True, True),
+                separated: (False, True),
+                escalated: (False, True),
+                not_yet: (False, True),
+                own: (True, True),
+            }
+            assert set(await _inbox(alice, role="decide")) == {finance, own}
+            assert set(await _inbox(alice, role="mine")) == set(alices)
+
+            # Roles combine with the agent and reason filters.
+            assert await _inbox(bob, agent="demo") == {}
+            assert set(await _inbox(bob, agent="approving", reason="payment")) == {
+                finance,
+                separated,
+            }
+            assert await _inbox(bob, reason="review") == {}
+            assert set(await _inbox(boss, role="decide", reason="review")) == {escalated}
+            assert await _inbox(boss, role="decide", reason="payment") == {}
+            assert set(await _inbox(alice, role="mine", agent="demo")) == {own}
+            assert set(await _inbox(alice, role="decide", reason="payment")) == {finance}
+            assert set(await _inbox(alice, role="mine", reason="review")) == {escalated, not_yet}
+
+        # Operators find the threads waiting on a group, as the inbox does.
+        query = f'TaskQueue = "{stack.task_queue}" AND AguiApprovers = "g:finance"'
+        found = {execution.id async for execution in client.list_workflows(query)}
+        assert found == {workflow_id_for(finance), workflow_id_for(separated)}
+
+
+def _principal(url: str, subject: str, groups: list[str]) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=url, headers=bearer(subject, groups), timeout=30)

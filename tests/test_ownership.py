@@ -46,8 +46,13 @@ async def test_another_principal_is_told_the_thread_does_not_exist(client: Clien
         assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"]
         assert events[-1]["code"] == "UNKNOWN_THREAD"
         assert await history_length(client, thread_id) == before
-        # Reading it, or its run's events: the 404 of a thread that does not exist.
-        for path in (f"/threads/{thread_id}", f"/threads/{thread_id}/runs/r1/events"):
+        # Reading it, its run's events or following it: the 404 of a thread that does
+        # not exist.
+        for path in (
+            f"/threads/{thread_id}",
+            f"/threads/{thread_id}/runs/r1/events",
+            f"/threads/{thread_id}/events",
+        ):
             mine = await mallory.get(path)
             nobodys = await mallory.get(path.replace(thread_id, new_thread()))
             assert mine.status_code == nobodys.status_code == 404

@@ -7,6 +7,7 @@ run is in progress and again later, by reconnecting or by repeating the run.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from datetime import datetime
 
@@ -23,6 +24,12 @@ with workflow.unsafe.imports_passed_through():
 
     from workflows import budgets
     from workflows.models import LoggedEvent, RunRecord, SequencedEvent, ThreadState
+
+LOG_PAGE_EVENTS = 500
+"""The most events one read of the whole log (``EventLog.page``) returns."""
+LOG_PAGE_BYTES = 1024 * budgets.KIB
+"""The most bytes of events (snapshots expanded) one read of the whole log returns,
+past its first event: an answer stays far below Temporal's limits of a query's result."""
 
 
 class EventLog:
@@ -105,6 +112,26 @@ class EventLog:
             return []
         start = max(run.first_seq, after + 1) - base
         return [self.sequenced(item) for item in events[max(start, 0) : run.last_seq - base + 1]]
+
+    def page(self, after: int) -> tuple[list[SequencedEvent], bool]:
+        """The oldest events of the whole log with ``seq > after``, at most
+        ``LOG_PAGE_EVENTS`` of them and ``LOG_PAGE_BYTES`` (but at least one event when
+        there is one), as clients see them; and whether more follow.
+
+        The log starts at the oldest event the thread carries: events of runs dropped
+        at a continue-as-new are not in it.
+        """
+        events = self._thread.events
+        start = bisect.bisect_right(events, after, key=lambda item: item.seq)
+        page: list[SequencedEvent] = []
+        size = 0
+        for item in events[start : start + LOG_PAGE_EVENTS]:
+            event = self.sequenced(item)
+            size += budgets.json_size(event)
+            if page and size > LOG_PAGE_BYTES:
+                break
+            page.append(event)
+        return page, start + len(page) < len(events)
 
     def sequenced(self, item: LoggedEvent) -> SequencedEvent:
         """``item`` as clients see it: a messages snapshot gets its messages back."""

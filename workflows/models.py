@@ -269,6 +269,25 @@ class EventPage(Model):
     """Whether the run has emitted its terminal event."""
 
 
+class LogQuery(Model):
+    """Read the thread's event log, across its runs, after a sequence number."""
+
+    after: int = 0
+
+
+class LogPage(Model):
+    """The oldest events of the log with ``seq`` above the requested one that fit one
+    answer (``workflows.event_log.LOG_PAGE_EVENTS`` and ``LOG_PAGE_BYTES``)."""
+
+    owner: str
+    """The thread's owner, whom the gateway checks the reader against."""
+    events: list[SequencedEvent]
+    more: bool
+    """Whether the log has events after this page's already."""
+    running: bool
+    """Whether a run is in progress (or waiting its turn): more events are coming soon."""
+
+
 class ThreadView(Model):
     """The thread as ``GET /threads/{thread_id}`` shows it."""
 

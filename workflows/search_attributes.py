@@ -28,5 +28,18 @@ INTERRUPT_REASONS = SearchAttributeKey.for_keyword_list("AguiInterruptReasons")
 """The open interrupts' reasons (``tool_call``, ``input_required``, ...)."""
 NEXT_EXPIRY = SearchAttributeKey.for_datetime("AguiNextExpiry")
 """The earliest ``expiresAt`` of the open interrupts; unset when none expires."""
+APPROVERS = SearchAttributeKey.for_keyword_list("AguiApprovers")
+"""Who may decide the open interrupts, escalation targets included: ``u:<user>`` and
+``g:<group>`` (``workflows.visibility.approver_key``), so an approver's inbox finds the
+threads waiting on them."""
 
-ALL = (AGENT, OWNER, THREAD_STATUS, LAST_ACTIVITY, INTERRUPT_IDS, INTERRUPT_REASONS, NEXT_EXPIRY)
+ALL = (
+    AGENT,
+    OWNER,
+    THREAD_STATUS,
+    LAST_ACTIVITY,
+    INTERRUPT_IDS,
+    INTERRUPT_REASONS,
+    NEXT_EXPIRY,
+    APPROVERS,
+)

@@ -54,6 +54,8 @@ with workflow.unsafe.imports_passed_through():
         AuditRecord,
         EventPage,
         EventsQuery,
+        LogPage,
+        LogQuery,
         ModelDelta,
         OperatorResult,
         OperatorResume,
@@ -99,6 +101,8 @@ class ThreadWorkflow:
     Queries:
         events(EventsQuery) -> EventPage: a run's events after an offset, which the
             gateway streams while the update is in flight.
+        log(LogQuery) -> LogPage: the thread's events after an offset, across runs
+            (those clients did not start too), which ``GET /threads/{id}/events`` follows.
         view() -> ThreadView: the thread as ``GET /threads/{thread_id}`` shows it.
         run_record(str) -> RunLookup: the owner and the latest run with a ``runId``,
             which the gateway reconnects a client to.
@@ -156,7 +160,7 @@ class ThreadWorkflow:
                 continue_as_new_after_runs=start.continue_as_new_after_runs,
                 state=self._log.carried(RUNS_CARRIED),
             ),
-            memo=visibility.memo(waiting_on),
+            memo=visibility.memo(waiting_on, self._thread.owner),
             search_attributes=TypedSearchAttributes(self._search_attributes()),
         )
 
@@ -217,6 +221,18 @@ class ThreadWorkflow:
             return EventPage(events=[], ended=False)
         return EventPage(
             events=self._log.events_of(run, after=query.after), ended=run.status != "running"
+        )
+
+    @workflow.query
+    def log(self, query: LogQuery) -> LogPage:
+        """The thread's events after ``query.after``, a page at a time, whichever runs
+        they belong to."""
+        events, more = self._log.page(query.after)
+        return LogPage(
+            owner=self._thread.owner,
+            events=events,
+            more=more,
+            running=self._run is not None or self._run_lock.locked(),
         )
 
     @workflow.query
@@ -711,7 +727,7 @@ class ThreadWorkflow:
         workflow.upsert_search_attributes(visibility.updates(self._search_attributes(), settled))
         waiting_on = self._thread.open_interrupts
         if settled and waiting_on != self._published:
-            workflow.upsert_memo(visibility.memo(waiting_on))
+            workflow.upsert_memo(visibility.memo(waiting_on, self._thread.owner))
             self._published = list(waiting_on)
         # Not in history: the UI reads it by query.
         workflow.set_current_details(self._current_details())

@@ -9,17 +9,20 @@ the first run's values).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.common import SearchAttributePair, SearchAttributeUpdate
 
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import Interrupt
+    from pydantic import ValidationError
 
     from workflows import budgets, search_attributes
+    from workflows.approvers import METADATA_KEY, ApproversView
     from workflows.interrupts import parse_expiry
     from workflows.models import ThreadStatus
 
@@ -28,6 +31,19 @@ PLAIN_OWNER = re.compile(r"[\w.@|:+\-]{1,200}")
 
 INTERRUPTS_MEMO = "interrupts"
 """Memo key of the open interrupts (AG-UI JSON), which visibility lists return."""
+OWNER_MEMO = "owner"
+"""Memo key of the thread's owner: who asked, as an approver's inbox shows it."""
+
+PLAIN_APPROVER = re.compile(r"[\w.@|:+\-]{1,64}")
+"""User and group names ``AguiApprovers`` holds as they are (shorter than owners: the
+attribute lists many)."""
+APPROVER_KEYS_SHOWN = 40
+"""The most entries ``AguiApprovers`` lists."""
+APPROVER_KEYS_BYTES = 1536
+"""The most bytes of ``AguiApprovers`` as JSON: under Temporal's 2 KB for a value."""
+MORE_APPROVERS = "*"
+"""Listed in ``AguiApprovers`` in place of the entries that did not fit: every inbox
+then finds the thread and checks the interrupts' own ``approvers`` instead."""
 
 
 def owner_key(subject: str) -> str:
@@ -37,6 +53,48 @@ def owner_key(subject: str) -> str:
     if PLAIN_OWNER.fullmatch(subject):
         return subject
     return "sha256:" + hashlib.sha256(subject.encode()).hexdigest()
+
+
+def approver_key(kind: Literal["u", "g"], name: str) -> str:
+    """A user (``u``) or group (``g``) as ``AguiApprovers`` lists it: ``<kind>:<name>``
+    when the name is plain, else ``<kind>:sha256:<digest>`` (a short one: the gateway
+    checks who may decide on the interrupt itself, the attribute only finds it). Either
+    way a query can name it without quoting anything a client or an agent chose."""
+    if PLAIN_APPROVER.fullmatch(name):
+        return f"{kind}:{name}"
+    return f"{kind}:sha256:" + hashlib.sha256(name.encode()).hexdigest()[:32]
+
+
+def approver_keys(waiting_on: list[Interrupt]) -> list[str]:
+    """``AguiApprovers``: who may decide ``waiting_on`` (their ``metadata.approvers``,
+    escalation targets included), deduplicated, in order of appearance, within
+    ``APPROVER_KEYS_SHOWN`` entries and ``APPROVER_KEYS_BYTES``; past those, the rest
+    as :data:`MORE_APPROVERS`. An interrupt without a view of its approvers (or with
+    one that does not parse) adds nothing: its thread's owner decides it."""
+    keys: dict[str, None] = {}
+    for interrupt in waiting_on:
+        try:
+            view = ApproversView.of(interrupt.metadata)
+        except ValidationError:
+            continue
+        if view is None:
+            continue
+        escalation = view.escalation
+        users = [*view.users, *(escalation.users if escalation else [])]
+        groups = [*view.groups, *(escalation.groups if escalation else [])]
+        keys.update(dict.fromkeys(approver_key("u", user) for user in users))
+        keys.update(dict.fromkeys(approver_key("g", group) for group in groups))
+    listed = list(keys)
+    if len(listed) <= APPROVER_KEYS_SHOWN and _fits(listed):
+        return listed
+    while len(listed) >= APPROVER_KEYS_SHOWN or not _fits([*listed, MORE_APPROVERS]):
+        listed.pop()
+    return [*listed, MORE_APPROVERS]
+
+
+def _fits(keys: list[str]) -> bool:
+    # ASCII-escaped JSON: never less than the UTF-8 Temporal measures.
+    return len(json.dumps(keys)) <= APPROVER_KEYS_BYTES
 
 
 def attributes(
@@ -56,7 +114,8 @@ def attributes(
         waiting_on: The open interrupts; ``None`` while a run is in progress, when what
             the thread waits on is not settled yet and stays as last published. Their
             ids are listed up to ``budgets.INTERRUPT_IDS_SHOWN`` (a run opens no more),
-            so the attribute stays within Temporal's size limit of a value.
+            so the attribute stays within Temporal's size limit of a value; who may
+            decide them as :func:`approver_keys` says.
     """
     pairs: list[SearchAttributePair[Any]] = [
         SearchAttributePair(search_attributes.AGENT, agent),
@@ -73,6 +132,7 @@ def attributes(
             SearchAttributePair(
                 search_attributes.INTERRUPT_REASONS, sorted({i.reason for i in waiting_on})
             ),
+            SearchAttributePair(search_attributes.APPROVERS, approver_keys(waiting_on)),
         ]
         deadlines = [d for d in map(parse_expiry, waiting_on) if d is not None]
         if deadlines:
@@ -90,12 +150,25 @@ def updates(
     return changes
 
 
-def memo(waiting_on: list[Interrupt]) -> dict[str, Any]:
+def memo(waiting_on: list[Interrupt], owner: str) -> dict[str, Any]:
     """The memo: the open interrupts as clients see them (``GET /interrupts``), at most
     ``budgets.MAX_INTERRUPTS_PER_RUN`` (all a thread can have open), each cut to its
-    budget (``budgets.memo_interrupt``)."""
+    budget (``budgets.memo_interrupt``) but for who may decide it; and the thread's
+    owner, who asked them."""
     shown = waiting_on[: budgets.MAX_INTERRUPTS_PER_RUN]
-    return {INTERRUPTS_MEMO: [budgets.memo_interrupt(interrupt) for interrupt in shown]}
+    return {INTERRUPTS_MEMO: [_memo_interrupt(interrupt) for interrupt in shown], OWNER_MEMO: owner}
+
+
+def _memo_interrupt(interrupt: Interrupt) -> dict[str, Any]:
+    """``interrupt`` as the memo lists it, its ``metadata.approvers`` kept even when it
+    is cut: an inbox cannot tell who may decide it without them (an interrupt's whole
+    budget, ``budgets.MAX_INTERRUPT_BYTES``, bounds them)."""
+    shown = budgets.memo_interrupt(interrupt)
+    approvers = (interrupt.metadata or {}).get(METADATA_KEY)
+    metadata = shown.get("metadata")
+    if approvers is not None and isinstance(metadata, dict) and metadata.get("truncated"):
+        metadata[METADATA_KEY] = approvers
+    return shown
 
 
 def cleared() -> list[SearchAttributeUpdate[Any]]:
@@ -108,5 +181,6 @@ def cleared() -> list[SearchAttributeUpdate[Any]]:
             search_attributes.INTERRUPT_IDS,
             search_attributes.INTERRUPT_REASONS,
             search_attributes.NEXT_EXPIRY,
+            search_attributes.APPROVERS,
         )
     ]

@@ -298,7 +298,7 @@ def test_the_memo_holds_small_interrupts_whole_and_cuts_large_ones() -> None:
         id="i3", reason="input_required", message="Fill", response_schema={"enum": ["y" * 5_000]}
     )
 
-    [one, two, three] = visibility.memo([small, long_message, big_schema])["interrupts"]
+    [one, two, three] = visibility.memo([small, long_message, big_schema], "alice")["interrupts"]
 
     assert one == {"id": "i1", "reason": "confirmation", "message": "Sure?"}
     assert len(two["message"]) == budgets.MEMO_MESSAGE_CHARS

@@ -109,8 +109,11 @@ def test_a_waiting_threads_attributes_name_its_interrupts_and_earliest_deadline(
         "AguiInterruptIds": ["int-2", "int-1", "int-3"],
         "AguiInterruptReasons": ["confirmation", "tool_call"],
         "AguiNextExpiry": datetime(2026, 11, 24, tzinfo=UTC),
+        "AguiApprovers": [],
     }
-    assert visibility.memo(waiting)[visibility.INTERRUPTS_MEMO][1] == {
+    memo = visibility.memo(waiting, "alice")
+    assert memo[visibility.OWNER_MEMO] == "alice"
+    assert memo[visibility.INTERRUPTS_MEMO][1] == {
         "id": "int-1",
         "reason": "confirmation",
         "expiresAt": "2026-11-24T00:00:00Z",
@@ -137,6 +140,7 @@ def test_a_run_handing_the_thread_on_leaves_nothing_to_find_it_by_but_agent_and_
         "AguiInterruptIds",
         "AguiInterruptReasons",
         "AguiNextExpiry",
+        "AguiApprovers",
     }
     assert all(update.value is None for update in visibility.cleared())
 

@@ -20,7 +20,8 @@ from ag_ui.core import (
     UserMessage,
 )
 
-from workflows.event_log import EventLog
+from workflows import budgets
+from workflows.event_log import LOG_PAGE_BYTES, LOG_PAGE_EVENTS, EventLog
 from workflows.models import RunRecord, SequencedEvent, ThreadState
 
 NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)
@@ -191,6 +192,62 @@ def test_a_new_run_after_a_continue_as_new_numbers_on() -> None:
     run = run_with_texts(carried, later, "u2", "c")
 
     assert seqs(later.events_of(run)) == [3]
+
+
+# --- the whole log, across runs ----------------------------------------------------------
+
+
+def test_the_log_is_read_across_runs_after_any_seq() -> None:
+    thread, log = new_log()
+    run_with_texts(thread, log, "u1", "a", "b")
+    run_with_texts(thread, log, "u2", "c")
+
+    assert log.page(0) == (log.events_of(thread.runs[0]) + log.events_of(thread.runs[1]), False)
+    assert deltas(log.page(1)[0]) == ["b", "c"]
+    assert log.page(3) == ([], False)
+    assert log.page(99) == ([], False)
+
+
+def test_the_log_starts_at_the_oldest_event_carried() -> None:
+    thread, log = new_log()
+    run_with_texts(thread, log, "u1", "a", "b")
+    run_with_texts(thread, log, "u2", "c", "d")
+    later = EventLog(log.carried(1), clock=lambda: NOW)
+
+    assert seqs(later.page(0)[0]) == [3, 4]
+    assert seqs(later.page(1)[0]) == [3, 4]
+    assert seqs(later.page(3)[0]) == [4]
+
+
+def test_a_page_of_the_log_is_bounded_by_count_and_size_and_says_more_follow() -> None:
+    thread, log = new_log()
+    run_with_texts(thread, log, "u1", *("x" for _ in range(LOG_PAGE_EVENTS + 3)))
+
+    page, more = log.page(0)
+    assert (seqs(page), more) == (list(range(1, LOG_PAGE_EVENTS + 1)), True)
+    assert seqs(log.page(LOG_PAGE_EVENTS)[0]) == [LOG_PAGE_EVENTS + i for i in (1, 2, 3)]
+
+    big = "y" * (LOG_PAGE_BYTES // 3)
+    run_with_texts(thread, log, "u2", big, big, big, big)
+    after = LOG_PAGE_EVENTS + 3
+    page, more = log.page(after)
+    assert (len(page), more) == (2, True)
+    assert sum(budgets.json_size(item) for item in page) <= LOG_PAGE_BYTES
+    huge = "z" * LOG_PAGE_BYTES
+    run_with_texts(thread, log, "u3", huge)
+    assert deltas(log.page(after + 4)[0]) == [huge], "an event over the page size comes alone"
+
+
+def test_the_log_reads_snapshots_with_their_messages() -> None:
+    thread, log = new_log()
+    thread.messages.append(UserMessage(id="m1", content="hi"))
+    run = open_run(thread, log, "u1")
+    log.append_messages_snapshot(run)
+
+    [item] = log.page(0)[0]
+
+    assert isinstance(item.event, MessagesSnapshotEvent)
+    assert [m.id for m in item.event.messages] == ["m1"]
 
 
 # --- messages snapshots ----------------------------------------------------------------

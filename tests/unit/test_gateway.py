@@ -32,6 +32,7 @@ AGENTS = by_name(EXAMPLES)
 """The agents the gateway under test serves, by name."""
 RUN_INPUT: dict[str, Any] = {"threadId": "t1", "runId": "r1", "messages": []}
 EVENTS = "/threads/t1/runs/r1/events"
+THREAD_EVENTS = "/threads/t1/events"
 
 
 REACHED = "the request reached Temporal"
@@ -112,10 +113,15 @@ def assert_reached_temporal(response: Any, caplog: pytest.LogCaptureFixture) -> 
         ("GET", "/threads/t1", {}),
         ("GET", "/threads?agent=demo&status=waiting", {}),
         ("GET", "/interrupts?reason=tool_call", {}),
+        ("GET", "/interrupts?role=decide", {}),
+        ("GET", "/interrupts?role=mine&agent=demo", {}),
         ("GET", f"{EVENTS}?after=0", {}),
         ("GET", f"{EVENTS}?after=12", {}),
         ("GET", EVENTS, {"headers": {"Last-Event-ID": "3"}}),
         ("GET", f"{EVENTS}?after=3", {"headers": {"Last-Event-ID": "x"}}),
+        ("GET", THREAD_EVENTS, {}),
+        ("GET", f"{THREAD_EVENTS}?after=7", {}),
+        ("GET", THREAD_EVENTS, {"headers": {"Last-Event-ID": "7"}}),
     ],
     ids=[
         "run",
@@ -123,10 +129,15 @@ def assert_reached_temporal(response: Any, caplog: pytest.LogCaptureFixture) -> 
         "thread",
         "threads",
         "interrupts",
+        "interrupts-to-decide",
+        "interrupts-mine",
         "events-after-0",
         "events-after-12",
         "events-last-event-id",
         "after-wins-over-header",
+        "thread-events",
+        "thread-events-after",
+        "thread-events-last-event-id",
     ],
 )
 def test_a_valid_request_goes_on_to_temporal(
@@ -397,14 +408,16 @@ def test_an_unknown_path_or_method_has_the_error_body(http: TestClient) -> None:
         "bad-after-good-header",
     ],
 )
+@pytest.mark.parametrize("events", [EVENTS, THREAD_EVENTS], ids=["run", "thread"])
 def test_an_event_id_that_is_not_a_non_negative_integer_is_invalid(
-    http: TestClient, query: str, headers: dict[str, str]
+    http: TestClient, events: str, query: str, headers: dict[str, str]
 ) -> None:
-    error_of(http.get(f"{EVENTS}{query}", headers=headers), 422, "INVALID_EVENT_ID")
+    error_of(http.get(f"{events}{query}", headers=headers), 422, "INVALID_EVENT_ID")
 
 
-def test_a_superscript_digit_is_not_an_event_id(http: TestClient) -> None:
-    error_of(http.get(f"{EVENTS}?after=²"), 422, "INVALID_EVENT_ID")
+@pytest.mark.parametrize("events", [EVENTS, THREAD_EVENTS], ids=["run", "thread"])
+def test_a_superscript_digit_is_not_an_event_id(http: TestClient, events: str) -> None:
+    error_of(http.get(f"{events}?after=²"), 422, "INVALID_EVENT_ID")
 
 
 # --- listings ------------------------------------------------------------------------------
@@ -440,8 +453,13 @@ def test_a_page_token_or_cursor_not_handed_out_is_invalid(http: TestClient, path
 
 @pytest.mark.parametrize(
     "path",
-    ["/threads?status=bogus", "/threads?pageSize=0", "/interrupts?limit=5000"],
-    ids=["status", "page-size", "limit"],
+    [
+        "/threads?status=bogus",
+        "/threads?pageSize=0",
+        "/interrupts?limit=5000",
+        "/interrupts?role=x",
+    ],
+    ids=["status", "page-size", "limit", "role"],
 )
 def test_a_query_parameter_out_of_range_has_the_error_body(http: TestClient, path: str) -> None:
     response = http.get(path)
@@ -506,6 +524,7 @@ def test_every_route_but_healthz_is_listed_here(http: TestClient) -> None:
         "/threads",
         "/threads/t1",
         "/threads/t1/runs/r1/events",
+        "/threads/t1/events",
         "/interrupts",
         "/metrics",
         "/healthz",

@@ -11,21 +11,29 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from ag_ui.core import Interrupt
 
+from gateway.auth import Principal
 from gateway.inbox import (
     InboxItem,
     InvalidCursor,
     _cursor,
     _cursor_key,
+    _in_role,
+    _is_owner,
+    _may_decide,
     _sort_key,
     _token,
     _token_bytes,
+    approver_entries,
     thread_query,
 )
-from workflows import search_attributes
+from workflows import budgets, search_attributes, visibility
+from workflows.approvers import ApproversView, EscalationView
 
 BASE = 'WorkflowType = "ThreadWorkflow" AND ExecutionStatus = "Running" AND TaskQueue = "q"'
 
@@ -240,3 +248,165 @@ def test_a_mangled_page_token_is_invalid(mangle: Callable[[str], str]) -> None:
 
     with pytest.raises(InvalidCursor, match="is not a page token of this gateway"):
         _token_bytes(token)
+
+
+# --- who may decide: AguiApprovers and the inbox's checks ---------------------------------------
+
+NOW = datetime(2026, 5, 1, tzinfo=UTC)
+
+
+def asking(view: ApproversView | dict[str, Any] | None, interrupt_id: str = "i1") -> Interrupt:
+    """An interrupt whose ``metadata.approvers`` is ``view``."""
+    shown = view.model_dump(mode="json", by_alias=True) if isinstance(view, ApproversView) else view
+    return Interrupt(
+        id=interrupt_id,
+        reason="tool_call",
+        metadata=None if view is None else {"approvers": shown, "other": 1},
+    )
+
+
+def test_an_approver_is_listed_by_name_when_plain_and_by_digest_otherwise() -> None:
+    assert visibility.approver_key("u", "auth0|5f1c-ab.cd@example.com") == (
+        "u:auth0|5f1c-ab.cd@example.com"
+    )
+    assert visibility.approver_key("g", "finance") == "g:finance"
+    for name in ['eve" OR AguiOwner != "x', "x" * 65, "a b", ""]:
+        key = visibility.approver_key("g", name)
+        assert key.startswith("g:sha256:") and len(key) == len("g:sha256:") + 32
+        assert '"' not in key and " " not in key
+    assert visibility.approver_key("u", "a b") != visibility.approver_key("g", "a b")
+
+
+def test_the_approvers_attribute_names_everyone_who_may_decide_once() -> None:
+    escalation = EscalationView(at=NOW, users=["boss"], groups=["finance", "audit"])
+    waiting = [
+        asking(ApproversView(users=["alice"], groups=["finance"])),
+        asking(None, "i2"),
+        asking(ApproversView(users=["bob", "alice"], escalation=escalation), "i3"),
+    ]
+
+    keys = visibility.approver_keys(waiting)
+
+    assert keys == ["u:alice", "g:finance", "u:bob", "u:boss", "g:audit"]
+    [pair] = [
+        p
+        for p in visibility.attributes("demo", "alice", "waiting", NOW, waiting)
+        if p.key == search_attributes.APPROVERS
+    ]
+    assert pair.value == keys
+
+
+def test_an_approvers_view_that_does_not_parse_adds_nothing() -> None:
+    waiting = [asking({"users": "not a list"}), asking({"groups": ["g"]}, "i2")]
+
+    assert visibility.approver_keys(waiting) == []
+
+
+@pytest.mark.parametrize(
+    ("users", "length"),
+    [(100, 1), (30, 64), (100, 64)],
+    ids=["many-short", "few-long", "many-long"],
+)
+def test_the_approvers_attribute_stays_bounded_and_says_when_it_is_cut(
+    users: int, length: int
+) -> None:
+    names = [f"{i:0{length}d}" for i in range(users)]
+    waiting = [asking(ApproversView(users=names, groups=["finance"]))]
+
+    keys = visibility.approver_keys(waiting)
+
+    assert keys[-1] == visibility.MORE_APPROVERS
+    assert keys[:-1] == [f"u:{name}" for name in names][: len(keys) - 1]
+    assert len(keys) <= visibility.APPROVER_KEYS_SHOWN
+    assert len(json.dumps(keys).encode()) <= visibility.APPROVER_KEYS_BYTES < 2048
+
+
+def test_an_approver_finds_the_threads_that_list_them_or_that_list_too_many() -> None:
+    principal = Principal("alice", frozenset({"finance", "a b"}), admin=False)
+
+    entries = approver_entries(principal)
+
+    assert entries == [
+        "u:alice",
+        "g:finance",
+        visibility.approver_key("g", "a b"),
+        visibility.MORE_APPROVERS,
+    ]
+    assert thread_query("q", "alice", approvers=entries) == (
+        f'{BASE} AND (AguiOwner = "alice" OR AguiApprovers IN ("u:alice", '
+        f'"g:finance", "{entries[2]}", "*"))'
+    )
+    assert thread_query("q", "alice") == f'{BASE} AND AguiOwner = "alice"'
+    assert thread_query("q", None, approvers=entries) == BASE
+
+
+def test_an_interrupt_naming_no_approvers_is_its_owners_to_decide() -> None:
+    alice = Principal("alice", frozenset({"finance"}), admin=False)
+    admin = Principal("root", frozenset({"agui-admins"}), admin=True)
+
+    assert _may_decide(asking(None), alice, mine=True, now=NOW)
+    assert not _may_decide(asking(None), alice, mine=False, now=NOW)
+    assert not _may_decide(asking(None), admin, mine=False, now=NOW)
+    # A view that does not parse names nobody: the owner decides.
+    assert _may_decide(asking({"users": 3}), alice, mine=True, now=NOW)
+
+
+def test_an_interrupt_naming_approvers_is_theirs_to_decide_as_its_view_says() -> None:
+    bob = Principal("bob", frozenset({"finance"}), admin=False)
+    carol = Principal("carol", frozenset({"sales"}), admin=False)
+    boss = Principal("boss", frozenset(), admin=False)
+    escalation = EscalationView(at=NOW + timedelta(hours=1), users=["boss"])
+    finance = asking(ApproversView(users=[], groups=["finance"], escalation=escalation))
+    separated = asking(ApproversView(users=["bob"], exclude_requester=True))
+
+    assert _may_decide(finance, bob, mine=False, now=NOW)
+    assert not _may_decide(finance, carol, mine=False, now=NOW)
+    assert not _may_decide(finance, boss, mine=False, now=NOW)
+    assert _may_decide(finance, boss, mine=False, now=NOW + timedelta(hours=1))
+    assert not _may_decide(separated, bob, mine=True, now=NOW)
+
+
+@pytest.mark.parametrize(
+    ("role", "may_decide", "mine", "admin", "listed"),
+    [
+        (None, False, False, False, False),
+        (None, True, False, False, True),
+        (None, False, True, False, True),
+        (None, False, False, True, True),
+        ("decide", False, True, True, False),
+        ("decide", True, False, False, True),
+        ("mine", True, False, True, False),
+        ("mine", False, True, False, True),
+    ],
+)
+def test_the_role_filter_keeps_what_it_names(
+    role: Any, may_decide: bool, mine: bool, admin: bool, listed: bool
+) -> None:
+    assert _in_role(role, may_decide, mine, admin) == listed
+
+
+def test_a_thread_is_the_callers_by_its_memo_or_else_its_owner_attribute() -> None:
+    alice = Principal('al"ice', frozenset(), admin=False)
+
+    assert _is_owner(alice, 'al"ice', None)
+    assert not _is_owner(alice, "bob", visibility.owner_key('al"ice'))
+    assert _is_owner(alice, None, visibility.owner_key('al"ice'))
+    assert not _is_owner(alice, None, "bob")
+
+
+def test_a_cut_interrupt_in_the_memo_keeps_who_may_decide_it() -> None:
+    view = ApproversView(users=["bob"], groups=["finance"], needed=2)
+    big = Interrupt(
+        id="i1",
+        reason="tool_call",
+        message="x" * 10_000,
+        response_schema={"enum": ["y" * 5_000]},
+        metadata={"approvers": view.model_dump(mode="json", by_alias=True), "note": "z" * 3_000},
+    )
+
+    [shown] = visibility.memo([big], "alice")[visibility.INTERRUPTS_MEMO]
+
+    assert shown["metadata"]["truncated"] is True
+    assert "note" not in shown["metadata"] and "responseSchema" not in shown
+    assert ApproversView.of(shown["metadata"]) == view
+    assert budgets.json_size(shown) < budgets.MEMO_INTERRUPT_BYTES
