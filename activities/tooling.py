@@ -4,7 +4,9 @@
 the type hints, its description from the docstring, and it runs as a Temporal activity
 of the same name, with the activity's timeouts and retries. A tool may stop to ask a
 person (:class:`ToolInterrupt`); whatever the answer, it never runs with arguments other
-than those the model (or an approval's ``editedArgs``) gave it.
+than those the model (or an approval's ``editedArgs``) gave it. A call an approval let
+through carries the approval's :class:`~workflows.models.Permit`, and the activity refuses
+to run it on any arguments but those the permit binds (``PERMIT_MISMATCH``).
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ from ag_ui.core import Tool as ToolSpec
 from pydantic import BaseModel, ValidationError, create_model
 from temporalio import activity
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
 
-from workflows.models import Model
+from workflows.approvers import arguments_digest
+from workflows.errors import ErrorCode
+from workflows.models import Model, Permit
 from workflows.questions import Ask, Question
 
 if TYPE_CHECKING:
@@ -38,6 +43,10 @@ class ToolInvocation(Model):
     arguments: dict[str, Any]
     resumed: Any = None
     """The payload of the interrupt this run restarts after (``None`` on a first run)."""
+    permit: Permit | None = None
+    """The permit of the approval that let the call through: the tool runs only on the
+    arguments it binds. ``None``: no approval, or one given before the thread issued
+    permits (the call runs unchecked, as it always has)."""
 
 
 class ToolOutcome(Model):
@@ -76,6 +85,10 @@ class ToolContext:
     thread_id: str
     resumed: Any
     """The answer this run restarts with, validated; ``None`` on the first run."""
+    permit: Permit | None = None
+    """The approval this call runs under, if one let it through: who approved
+    (``permit.approvers``) exactly these arguments, e.g. to pass on to the system the
+    tool calls. Checked against the arguments before the tool ran."""
 
     @property
     def idempotency_key(self) -> str:
@@ -89,6 +102,34 @@ _CONTEXT: ContextVar[ToolContext] = ContextVar("tool_context")
 def tool_context() -> ToolContext:
     """The call the running tool serves; only inside a tool."""
     return _CONTEXT.get()
+
+
+DIGEST_SHOWN = 19
+"""Characters of a digest an error shows: ``sha256:`` and 12 hex digits, enough to tell
+two apart in a log, without the arguments themselves."""
+
+
+def _check_permit(tool_name: str, invocation: ToolInvocation) -> None:
+    """Refuse a call whose permit binds other arguments (or another call) than it carries.
+
+    Raises:
+        ApplicationError: ``PERMIT_MISMATCH``, not retryable: a retry would carry the
+            same arguments. The message names the call and the digests, never the
+            arguments (they may be anything a model or an approver wrote).
+    """
+    permit = invocation.permit
+    if permit is None:
+        return
+    digest = arguments_digest(invocation.arguments)
+    if permit.digest == digest and permit.tool_call_id == invocation.tool_call_id:
+        return
+    raise ApplicationError(
+        f"Tool call {invocation.tool_call_id} ({tool_name}) did not run: its permit "
+        f"(interrupt {permit.interrupt_id}, call {permit.tool_call_id}) binds arguments "
+        f"{permit.digest[:DIGEST_SHOWN]}…, it carries {digest[:DIGEST_SHOWN]}….",
+        type=ErrorCode.PERMIT_MISMATCH.value,
+        non_retryable=True,
+    )
 
 
 def arguments_model(function: Callable[..., Any], name: str) -> type[BaseModel]:
@@ -193,12 +234,18 @@ def tool(
         arguments = arguments_model(function, tool_name)
 
         async def run(invocation: ToolInvocation) -> ToolOutcome:
+            _check_permit(tool_name, invocation)
             try:
                 parsed = arguments.model_validate(invocation.arguments)
             except ValidationError as error:
                 return ToolOutcome(error=f"Invalid arguments for {tool_name}: {error}")
             token = _CONTEXT.set(
-                ToolContext(invocation.tool_call_id, invocation.thread_id, invocation.resumed)
+                ToolContext(
+                    invocation.tool_call_id,
+                    invocation.thread_id,
+                    invocation.resumed,
+                    invocation.permit,
+                )
             )
             try:
                 result = await function(**dict(parsed))

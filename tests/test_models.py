@@ -104,7 +104,10 @@ async def test_tool_calls_stream_as_args_and_the_results_go_back_to_the_model(
     )
 
     assert_valid_stream(resumed)
-    assert [e["content"] for e in resumed if e["type"] == "TOOL_CALL_RESULT"] == ["Bergen: sunny"]
+    # The model is told a person changed its call, and to what.
+    [result] = [e["content"] for e in resumed if e["type"] == "TOOL_CALL_RESULT"]
+    shown = json.loads(result)
+    assert (shown["editedArgs"], shown["result"]) == ({"city": "Bergen"}, "Bergen: sunny")
     assert text(resumed) == "Sunny in Bergen."
     second = server.requests[1]["messages"]
     assert [m["role"] for m in second] == ["user", "assistant", "tool"]
@@ -115,7 +118,7 @@ async def test_tool_calls_stream_as_args_and_the_results_go_back_to_the_model(
             "function": {"name": "weather", "arguments": json.dumps({"city": "Oslo"})},
         }
     ]
-    assert second[2] == {"role": "tool", "tool_call_id": call_id, "content": "Bergen: sunny"}
+    assert second[2] == {"role": "tool", "tool_call_id": call_id, "content": result}
 
 
 async def test_a_reply_broken_off_midway_is_retried_and_completed_once(

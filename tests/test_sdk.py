@@ -294,8 +294,13 @@ async def test_a_batch_keeps_finished_results_and_waits_for_the_rest(
         edited = {"city": "Bergen", "nights": 4}
         done = await thread.answer((approval, {"approved": True, "editedArgs": edited}))
 
-        assert results(done) == {approval["toolCallId"]: "booked 4 nights in Bergen"}
-        assert said(done) == ["Oslo: sunny", "booked 1 nights in Rome", "booked 4 nights in Bergen"]
+        # The result says a person changed the call, and to what.
+        edited_result = results(done)[approval["toolCallId"]]
+        shown = json.loads(edited_result)
+        assert (shown["editedArgs"], shown["result"]) == (edited, "booked 4 nights in Bergen")
+        assert shown["editedBy"] in ([], [OWNER]), "the owner, once the thread names deciders"
+        assert list(results(done)) == [approval["toolCallId"]]
+        assert said(done) == sorted(["Oslo: sunny", "booked 1 nights in Rome", edited_result])
         # Nothing that finished ran again; the model was asked once per complete batch.
         assert (thread.ran("lookup"), thread.ran("book"), thread.ran("model")) == (1, 2, 2)
         if continue_after == 1:

@@ -71,6 +71,8 @@ async def test_the_tutorial_agent_refunds_and_asks_before_large_refunds(
         body = {"threadId": thread_id, "runId": "r2", "messages": [], "resume": [entry]}
         done = await post_run(stack.http, "support", body)
 
-    [result] = [json.loads(e["content"]) for e in done if e["type"] == "TOOL_CALL_RESULT"]
+    [shown] = [json.loads(e["content"]) for e in done if e["type"] == "TOOL_CALL_RESULT"]
+    assert shown["editedArgs"] == {"order_id": "B42", "amount": 450}
+    result = shown["result"]
     assert result["orderId"] == "B42" and result["refunded"] == 450.0
     assert done[-1]["outcome"] == {"type": "success"}

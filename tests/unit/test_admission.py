@@ -276,6 +276,17 @@ def test_the_examples_admit_the_state_they_write(agent: AgentDefinition) -> None
         "files": {"deleted": ["/tmp/a.log"]},
         "transfer": {"transfers": [{"to": "Robin", "amount": 50.0, "confirmationId": "tr-1"}]},
         "clarify": {},
+        "payments": {
+            "payments": [
+                {
+                    "toolCallId": "tc-1",
+                    "payee": "ACME",
+                    "amount": 250.0,
+                    "paymentId": "pay-1",
+                    "approvers": ["bob"],
+                }
+            ]
+        },
     }[agent.name]
     state = ThreadState(thread_id="t", agent=agent.name, owner="alice")
     check_run(state, request(user(), agent=agent.name, state=written), agent, NOW)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from workflows.agents.clarify import CLARIFY
 from workflows.agents.demo import DEMO
 from workflows.agents.files import FILES
+from workflows.agents.payments import PAYMENTS
 from workflows.agents.transfer import TRANSFER
 from workflows.sdk import AgentDefinition
 
-EXAMPLES: tuple[AgentDefinition, ...] = (DEMO, FILES, TRANSFER, CLARIFY)
+EXAMPLES: tuple[AgentDefinition, ...] = (DEMO, FILES, TRANSFER, CLARIFY, PAYMENTS)

@@ -187,18 +187,20 @@ def _questions(ctx: AgentContext, words: set[str]) -> list[Ask[Any]]:
 
 
 async def _email(ctx: AgentContext, call: ToolCallView, reply: Reply[Any]) -> str:
-    """Send the email the reply approved (with its edits), or report why not."""
+    """Send the email the reply approved (with its edits, under its permit), or report
+    why not."""
     decision = reply.value
     if not reply.resolved or decision is None or not decision.approved:
         why = "denied" if reply.resolved else reply.status
         ctx.tool_result(call, json.dumps({"sent": False, "reason": why}))
         return f"Email to {call.arguments['to']}: Not sent: {why}."
-    email = decision.edits or call.arguments
-    sent = await ctx.call_tool(ToolCallView(call.id, call.name, email))
+    call.apply(reply)
+    sent = await ctx.call_tool(call)
+    email = call.arguments
     ctx.state.setdefault("outbox", []).append(
         {"to": email["to"], "subject": email["subject"], "body": email["body"]}
     )
-    ctx.tool_result(call, json.dumps({"sent": True, **sent}))
+    ctx.tool_result(call, call.content({"sent": True, **sent}))
     return f"Email to {email['to']}: sent."
 
 

@@ -17,11 +17,12 @@ with workflow.unsafe.imports_passed_through():
 
     from activities.chat import ChatRequest, ProposedCall, last_user_text
     from activities.tooling import Tool, ToolInvocation, ToolOutcome
+    from workflows.approvers import Approvers
     from workflows.models import Answer
     from workflows.questions import Ask, Question, Reply
     from workflows.sdk.journal import Scope, Suspend
     from workflows.sdk.replies import AssistantReply
-    from workflows.sdk.tools import Decision, InterruptTool, ToolCallView
+    from workflows.sdk.tools import InterruptTool, ToolCallView, unanswered
     from workflows.turn import Turn
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ class AgentContext:
         metadata: dict[str, Any] | None = None,
         tool_call_id: str | None = None,
         remind_before: list[timedelta] | None = None,
+        approvers: Approvers | None = None,
     ) -> Reply[T]: ...
 
     @overload
@@ -97,6 +99,7 @@ class AgentContext:
         metadata: dict[str, Any] | None = None,
         tool_call_id: str | None = None,
         remind_before: list[timedelta] | None = None,
+        approvers: Approvers | None = None,
     ) -> Reply[Any]: ...
 
     async def interrupt(
@@ -109,10 +112,19 @@ class AgentContext:
         metadata: dict[str, Any] | None = None,
         tool_call_id: str | None = None,
         remind_before: list[timedelta] | None = None,
+        approvers: Approvers | None = None,
     ) -> Reply[Any]:
-        """Ask a person and return the answer, however long it takes (see :class:`Ask`)."""
+        """Ask a person and return the answer, however long it takes (see :class:`Ask`;
+        ``approvers`` says who may answer, the thread's owner by default)."""
         ask: Ask[Any] = Ask(
-            reason, message, response, expires, metadata, tool_call_id, remind_before
+            reason,
+            message=message,
+            response=response,
+            expires=expires,
+            metadata=metadata,
+            tool_call_id=tool_call_id,
+            remind_before=remind_before,
+            approvers=approvers,
         )
         [reply] = await self.interrupt_all([ask])
         return reply
@@ -247,7 +259,7 @@ class AgentContext:
                 return {"error": f"Invalid arguments for {tool.name}: {error}"}
             ask = tool.ask(**dict(arguments))
             [reply] = await self.interrupt_all([replace(ask, tool_call_id=call.id)])
-            return reply.value if reply.resolved else _unanswered(reply.status)
+            return reply.value if reply.resolved else unanswered(reply.status)
         resumed = None
         while True:
             outcome = ToolOutcome.model_validate(
@@ -260,7 +272,7 @@ class AgentContext:
             question = outcome.interrupt.model_copy(update={"tool_call_id": call.id})
             [answer] = await self._answers(lambda _: [question])  # noqa: B023 - called at once
             if not answer.resolved:
-                return _unanswered(answer.status)
+                return unanswered(answer.status)
             if outcome.respond:
                 return answer.payload
             resumed = answer.payload
@@ -286,6 +298,7 @@ class AgentContext:
             thread_id=self.input.thread_id,
             arguments=call.arguments,
             resumed=resumed,
+            permit=call.permit,
         )
         execute = workflow.execute_local_activity if tool.local else workflow.execute_activity
         outcome = await execute(
@@ -307,7 +320,8 @@ def _settle(call: ToolCallView) -> Callable[[AgentContext], Awaitable[str]]:
         if tool is None:
             call.cancel(f"There is no tool named {call.name!r}.")
         elif isinstance(tool, Tool) and tool.approval and tool.approval.applies(call):
-            await _approve(ctx, call, tool.approval.ask(call, tool.spec))
+            [reply] = await ctx.interrupt_all([tool.approval.ask(call, tool.spec)])
+            call.apply(reply)
         hooks = [*agent.before_tool, *(tool.before if isinstance(tool, Tool) else ())]
         for hook in hooks:
             if call.cancelled is not None:
@@ -319,23 +333,11 @@ def _settle(call: ToolCallView) -> Callable[[AgentContext], Awaitable[str]]:
             after = [*(tool.after if isinstance(tool, Tool) else ()), *agent.after_tool]
             for hook_after in after:
                 await hook_after(ctx, call, result)
-            content = result if isinstance(result, str) else json.dumps(result)
+            content = call.content(result)
         ctx.tool_result(call, content)
         return content
 
     return settle
-
-
-async def _approve(ctx: AgentContext, call: ToolCallView, ask: Ask[Decision]) -> None:
-    """Wait for the approval; a denial cancels the call, edits replace its arguments."""
-    [reply] = await ctx.interrupt_all([ask])
-    decision = reply.value
-    if not reply.resolved or decision is None:
-        call.cancel(_unanswered(reply.status))
-    elif not decision.approved:
-        call.cancel("Not run: the user denied it.")
-    elif decision.edits is not None:
-        call.arguments = decision.edits
 
 
 def _views(announced: Sequence[Any], asked: Sequence[ProposedCall]) -> list[dict[str, Any]]:
@@ -344,7 +346,3 @@ def _views(announced: Sequence[Any], asked: Sequence[ProposedCall]) -> list[dict
         {"id": made.id, "name": call.name, "arguments": call.arguments}
         for made, call in zip(announced, asked, strict=True)
     ]
-
-
-def _unanswered(status: str) -> str:
-    return f"Not run: the question was {status}."

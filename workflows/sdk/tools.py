@@ -6,6 +6,7 @@ holds what decides around them, in workflow code.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,7 +20,8 @@ with workflow.unsafe.imports_passed_through():
 
     from activities.tooling import arguments_model, tool_spec
     from workflows.approvers import Approvers, BoundCall
-    from workflows.questions import Ask
+    from workflows.models import Permit
+    from workflows.questions import Ask, Reply
 
 
 @dataclass
@@ -31,10 +33,50 @@ class ToolCallView:
     arguments: dict[str, Any]
     cancelled: str | None = None
     """Why the call will not run (the model gets this as the tool's result)."""
+    permit: Permit | None = None
+    """What the call's approval let through: exactly these ``arguments``, approved by
+    ``permit.approvers``. The tool's activity refuses any other arguments
+    (``PERMIT_MISMATCH``), so a hook that changes an approved call's arguments stops it."""
+    edited_by: list[str] | None = None
+    """Who approved the call with arguments of their own (``editedArgs``) in place of
+    the model's; ``None`` when it runs with the arguments proposed."""
 
     def cancel(self, message: str) -> None:
         """Do not run the call; ``message`` is its result, which the model reads."""
         self.cancelled = message
+
+    def apply(self, reply: Reply[Decision]) -> None:
+        """Act on the answer to the call's approval: without an approval the call does
+        not run; with one it runs under the approval's permit, on the approver's
+        ``editedArgs`` if they sent other arguments."""
+        decision = reply.value
+        if not reply.resolved or decision is None:
+            self.cancel(unanswered(reply.status))
+        elif not decision.approved:
+            self.cancel("Not run: the user denied it.")
+        else:
+            self.permit = reply.permit
+            edits = decision.edits
+            if edits is not None:
+                # Taken even when equal (50 == 50.0): the permit binds them as sent.
+                if edits != self.arguments:
+                    self.edited_by = list(reply.decided_by)
+                self.arguments = edits
+
+    def content(self, result: Any) -> str:
+        """The call's result as the conversation keeps it (``TOOL_CALL_RESULT`` and the
+        tool message the model reads next): the result (JSON, unless a string) or, for a
+        call a person edited, ``{"editedArgs", "editedBy", "result"}``, so that neither
+        the model nor the client takes it for what the model proposed."""
+        if self.edited_by is None:
+            return result if isinstance(result, str) else json.dumps(result)
+        edited = {"editedArgs": self.arguments, "editedBy": self.edited_by, "result": result}
+        return json.dumps(edited)
+
+
+def unanswered(status: str) -> str:
+    """The result of a call whose question was not answered (``cancelled``, ``expired``)."""
+    return f"Not run: the question was {status}."
 
 
 class Decision(BaseModel):
