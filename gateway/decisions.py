@@ -74,7 +74,15 @@ DecisionBodyDep = Annotated[DecisionBody, Depends(_decision_body)]
 
 
 @router.post(
-    "/threads/{thread_id}/interrupts/{interrupt_id}/decisions", response_model_exclude_none=True
+    "/threads/{thread_id}/interrupts/{interrupt_id}/decisions",
+    response_model_exclude_none=True,
+    # The route reads its body itself (for its own 400, 415 and 422); described here.
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": DecisionBody.model_json_schema()}},
+        }
+    },
 )
 async def decide(
     thread_id: ThreadIdPath,

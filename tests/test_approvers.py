@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from ag_ui.core import RunFinishedEvent, RunFinishedInterruptOutcome
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
@@ -528,8 +529,10 @@ async def test_an_unsettled_approval_escalates_after_a_day_across_continue_as_ne
             ThreadWorkflow.run_agent,
             RunRequest.model_validate({"agent": AGENT, "input": body, "principal": OWNER}),
         )
-        outcome = reply.events[-1].event.outcome  # type: ignore[union-attr]
-        payment, _ = (i.model_dump(mode="json", by_alias=True) for i in outcome.interrupts)
+        finished = reply.events[-1].event
+        assert isinstance(finished, RunFinishedEvent)
+        assert isinstance(finished.outcome, RunFinishedInterruptOutcome)
+        payment, _ = (i.model_dump(mode="json", by_alias=True) for i in finished.outcome.interrupts)
 
         assert (await decide(stack.url, thread_id, payment, "carol", FINANCE)).status_code == 200
         # Before the day, the CFO is no approver.
@@ -542,8 +545,8 @@ async def test_an_unsettled_approval_escalates_after_a_day_across_continue_as_ne
         await skipping.sleep(timedelta(hours=1, minutes=1))
 
         async def expired() -> bool:
-            runs = (await view(stack, thread_id))["runs"]
-            return runs[-1]["runId"].startswith("expiry-") and runs[-1]["status"] != "running"
+            last = (await view(stack, thread_id))["runs"][-1]
+            return str(last["runId"]).startswith("expiry-") and last["status"] != "running"
 
         await eventually(expired, what="the hold to expire")
 

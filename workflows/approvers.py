@@ -190,17 +190,20 @@ def no_stricter(edit: ApproversView, asked: ApproversView, now: datetime) -> boo
 
 
 class Ballot(Model):
-    """The thread's own record of an open interrupt's approvers and the approvals so far
-    (``ThreadState.ballots``); clients see its ``view`` in the interrupt's metadata."""
+    """What the thread keeps of an open interrupt's approval besides what clients see
+    (``ThreadState.ballots``).
 
-    view: ApproversView
-    """The policy as resolved when asked, with the approvals counted so far."""
+    The policy and the approvals counted so far are the interrupt's own
+    ``metadata.approvers`` (:class:`ApproversView`), kept current: one copy, so a thread
+    with every interrupt open at its budget still fits what continue-as-new carries.
+    """
+
     asked_at: datetime
     """When the interrupt was asked: an edit's policy is resolved as of then."""
     call: BoundCall | None = None
     """The tool call an approval is about: an approval gives it a permit."""
     answer_key: str | None = None
-    """The payload ``view.approved_by`` approved (its canonical digest)."""
+    """The payload the view's ``approved_by`` approved (its canonical digest)."""
     notice_due: bool = False
     """The escalation notice is due and not yet delivered (or given up on): a
     continue-as-new sends it again, with the same idempotency key."""
@@ -211,42 +214,36 @@ Verdict = Literal["settled", "pending", "repeated"]
 
 @dataclass(frozen=True)
 class Count:
-    """What one decision did to a ballot (see :func:`count`)."""
+    """What one decision did to an interrupt's approvals (see :func:`count`)."""
 
     verdict: Verdict
-    ballot: Ballot
-    """The ballot after it (the same one for a repeat)."""
+    view: ApproversView
+    """The interrupt's view after it (the same one unless an approval counted)."""
     superseded: list[str]
     """Principals whose approvals no longer count: they approved another payload."""
 
 
-def count(ballot: Ballot, principal: str, answer_key: str, approval: bool) -> Count:
-    """Count ``principal``'s decision on ``ballot`` by the rule in this module's docstring.
+def count(
+    view: ApproversView, counted: str | None, principal: str, answer_key: str, approval: bool
+) -> Count:
+    """Count ``principal``'s decision by the rule in this module's docstring.
 
     Args:
-        ballot: The interrupt's ballot, not changed.
+        view: The interrupt's view, with the approvals so far; not changed.
+        counted: The answer those approvals are for (``Ballot.answer_key``).
         principal: Who decides (admitted: the caller checked).
         answer_key: The decision's canonical digest (status and payload).
         approval: A ``resolved`` that is not a denial; a denial or a cancel settles at once.
     """
     if not approval:
-        return Count("settled", ballot, [])
-    view = ballot.view
-    same = answer_key == ballot.answer_key
+        return Count("settled", view, [])
+    same = answer_key == counted
     if same and principal in view.approved_by:
-        return Count("repeated", ballot, [])
-    kept = view.approved_by if same else []
-    approved_by = [*kept, principal]
-    counted = ballot.model_copy(
-        update={
-            "view": view.model_copy(
-                update={"approved_by": approved_by, "received": len(approved_by)}
-            ),
-            "answer_key": answer_key,
-        }
-    )
+        return Count("repeated", view, [])
+    approved_by = [*(view.approved_by if same else []), principal]
     verdict: Verdict = "settled" if len(approved_by) >= view.needed else "pending"
-    return Count(verdict, counted, [] if same else list(view.approved_by))
+    after = view.model_copy(update={"approved_by": approved_by, "received": len(approved_by)})
+    return Count(verdict, after, [] if same else list(view.approved_by))
 
 
 class BoundCall(Model):

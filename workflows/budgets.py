@@ -15,8 +15,10 @@ spare, and each bound is enforced where the thread takes the data in:
 - what the thread keeps (messages, the applied-answers ledger, the audit trail, the
   events of earlier runs) is trimmed, oldest first, to its budget.
 
-Worst case, everything at its budget, a thread carries about 1.5 MB across a
-continue-as-new and a run's result is about 1.3 MB; a typical thread carries kilobytes.
+Worst case, everything at its budget, a thread carries about 1.7 MB across a
+continue-as-new (approver policies add at most ~5 KiB to each open interrupt and its
+answer: the policy is shown once, in the interrupt, with who approved so far) and a run's
+result is about 1.3 MB; a typical thread carries kilobytes.
 Sizes are the data's JSON in UTF-8, as Temporal's pydantic data converter sends it.
 Everything here is a pure function of its arguments.
 """

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from ag_ui.core import Interrupt
 
     from activities.reminders import Reminders
+    from workflows.approvers import ApproversView
     from workflows.interrupts import parse_expiry
     from workflows.models import (
         EscalationNotice,
@@ -75,7 +76,7 @@ class Deadlines:
         """
         for interrupt in self._thread.open_interrupts:
             self.arm_expiry(interrupt)
-            self.arm_escalation(interrupt.id)
+            self.arm_escalation(interrupt)
         for reminder in self._thread.reminders:
             self.arm_reminder(reminder)
 
@@ -88,19 +89,20 @@ class Deadlines:
         """Send ``reminder`` when it is due, unless its interrupt is answered first."""
         self._arm_timer(reminder)
 
-    def arm_escalation(self, interrupt_id: str) -> None:
-        """Escalate the open interrupt when its escalation is due, if it has one not yet
-        escalated (or whose notice is still to be sent)."""
-        ballot = self._thread.ballots.get(interrupt_id)
-        escalation = ballot.view.escalation if ballot is not None else None
+    def arm_escalation(self, interrupt: Interrupt) -> None:
+        """Escalate the open ``interrupt`` when its escalation is due, if it has one not
+        yet escalated (or whose notice is still to be sent)."""
+        ballot = self._thread.ballots.get(interrupt.id)
+        view = ApproversView.of(interrupt.metadata)
+        escalation = view.escalation if view is not None else None
         if ballot is None or escalation is None:
             return
         if escalation.escalated and not ballot.notice_due:
             return
-        key = f"escalation:{interrupt_id}"
+        key = f"escalation:{interrupt.id}"
         if key not in self._armed:
             self._armed.add(key)
-            asyncio.create_task(self._escalate_when_due(interrupt_id, escalation.at))
+            asyncio.create_task(self._escalate_when_due(interrupt.id, escalation.at))
 
     def _arm_timer(self, item: Interrupt | Reminder) -> None:
         """Start the timer of an interrupt's deadline or of a reminder, once per workflow
@@ -180,10 +182,10 @@ class Deadlines:
         if not await _holds_after_timer(at - workflow.now(), is_open, f"escalation {interrupt_id}"):
             return
         interrupt = self._on_escalated(interrupt_id)
-        ballot = thread.ballots.get(interrupt_id)
-        if interrupt is None or ballot is None or ballot.view.escalation is None:
+        view = ApproversView.of(interrupt.metadata) if interrupt is not None else None
+        if interrupt is None or view is None or view.escalation is None:
             return
-        escalation = ballot.view.escalation
+        escalation = view.escalation
         deadline = parse_expiry(interrupt)
         window = deadline - workflow.now() if deadline else ESCALATION_NOTICE_WINDOW
         try:

@@ -42,6 +42,8 @@ class Decision:
     """A decision the thread may count (see :func:`check_decision`)."""
 
     interrupt: Interrupt
+    view: ApproversView
+    """Who may decide it, and the approvals so far."""
     ballot: Ballot
     entry: ResumeEntry
     """The decision as a resume entry: what settles the interrupt, once it does."""
@@ -69,9 +71,10 @@ def check_decision(
     interrupt = next((i for i in thread.open_interrupts if i.id == request.interrupt_id), None)
     if interrupt is None:
         return _settled(thread.applied, request.principal, entry)
+    view = view_of(thread, interrupt, now)
     ballot = ballot_of(thread, interrupt, now)
     is_owner = request.principal == thread.owner
-    admitted = ballot.view.admits(request.principal, request.groups, is_owner, now)
+    admitted = view.admits(request.principal, request.groups, is_owner, now)
     # The owner may always withdraw their own request.
     if not (admitted or (is_owner and entry.status == "cancelled")):
         raise rejection(
@@ -80,8 +83,8 @@ def check_decision(
             f"{' (its requester is excluded)' if is_owner else ''}.",
         )
     check_answer("The decision", entry, interrupt, now)
-    check_edit("The decision", entry, interrupt, ballot, thread.owner, agent, now)
-    return Decision(interrupt, ballot, entry, answer_key(entry))
+    check_edit("The decision", entry, interrupt, view, ballot, thread.owner, agent, now)
+    return Decision(interrupt, view, ballot, entry, answer_key(entry))
 
 
 def _settled(
@@ -121,8 +124,7 @@ def owner_decides(thread: ThreadState, agent: AgentDefinition, now: datetime) ->
     def check(where: str, entry: ResumeEntry, interrupt: Interrupt) -> None:
         if entry.status == "cancelled":
             return
-        ballot = ballot_of(thread, interrupt, now)
-        view = ballot.view
+        view = view_of(thread, interrupt, now)
         if view.needed > 1 or not view.admits(thread.owner, (), True, now):
             path = DECISIONS_PATH.format(thread=thread.thread_id, interrupt=interrupt.id)
             raise rejection(
@@ -130,7 +132,8 @@ def owner_decides(thread: ThreadState, agent: AgentDefinition, now: datetime) ->
                 f"{where}: interrupt {interrupt.id} needs {_who(view)}, which this resume "
                 f"cannot give; its approvers decide it with {path} (a resume may cancel it).",
             )
-        check_edit(where, entry, interrupt, ballot, thread.owner, agent, now)
+        ballot = ballot_of(thread, interrupt, now)
+        check_edit(where, entry, interrupt, view, ballot, thread.owner, agent, now)
 
     return check
 
@@ -144,6 +147,7 @@ def check_edit(
     where: str,
     entry: ResumeEntry,
     interrupt: Interrupt,
+    view: ApproversView,
     ballot: Ballot,
     owner: str,
     agent: AgentDefinition,
@@ -164,7 +168,7 @@ def check_edit(
         # Agent code: whatever it raises, the edit cannot be shown to be allowed.
         workflow.logger.warning("approvers_for failed on edited arguments", exc_info=error)
         policy = None
-    if policy is None or not no_stricter(policy.view(owner, ballot.asked_at), ballot.view, now):
+    if policy is None or not no_stricter(policy.view(owner, ballot.asked_at), view, now):
         raise rejection(
             ErrorCode.POLICY_EXCEEDED,
             f"{where}: the editedArgs of interrupt {interrupt.id} would need approvers "
@@ -173,14 +177,17 @@ def check_edit(
         )
 
 
+def view_of(thread: ThreadState, interrupt: Interrupt, now: datetime) -> ApproversView:
+    """Who may decide the open ``interrupt`` (its ``metadata.approvers``). One asked
+    before approver policies (carried from older code) shows none: its owner decides
+    it, as they did then."""
+    return ApproversView.of(interrupt.metadata) or OWNER_DECIDES.view(thread.owner, now)
+
+
 def ballot_of(thread: ThreadState, interrupt: Interrupt, now: datetime) -> Ballot:
-    """The ballot of the open ``interrupt``. One asked before approver policies (carried
-    from older code) has none: its owner decides it, as they did then."""
-    ballot = thread.ballots.get(interrupt.id)
-    if ballot is not None:
-        return ballot
-    view = ApproversView.of(interrupt.metadata) or OWNER_DECIDES.view(thread.owner, now)
-    return Ballot(view=view, asked_at=now)
+    """The thread's ballot of the open ``interrupt`` (an empty one for an interrupt
+    asked before approver policies)."""
+    return thread.ballots.get(interrupt.id) or Ballot(asked_at=now)
 
 
 def approved(payload: Any) -> bool | None:

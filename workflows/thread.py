@@ -39,18 +39,11 @@ with workflow.unsafe.imports_passed_through():
     # By its full name, so a sandbox passes the worker's table of agents through;
     # ``from workflows import served`` would import an empty copy into it.
     import workflows.served as served
-    from workflows import budgets, metrics, visibility
+    from workflows import audit, budgets, metrics, visibility
     from workflows.admission import check_run
-    from workflows.approvers import OWNER_DECIDES, Ballot, count, with_view
+    from workflows.approvers import OWNER_DECIDES, ApproversView, Ballot, count, with_view
     from workflows.deadlines import Deadlines
-    from workflows.decisions import (
-        Decision,
-        approved,
-        approved_digest,
-        ballot_of,
-        check_decision,
-        permit_for,
-    )
+    from workflows.decisions import Decision, approved, ballot_of, check_decision, permit_for
     from workflows.details import current_details
     from workflows.errors import ErrorCode, rejection
     from workflows.event_log import EventLog
@@ -60,7 +53,6 @@ with workflow.unsafe.imports_passed_through():
         Answer,
         AppliedAnswer,
         AuditOutcome,
-        AuditRecord,
         DecisionRequest,
         DecisionResult,
         EventPage,
@@ -318,63 +310,17 @@ class ThreadWorkflow:
         run_id: str | None = None,
         error: ApplicationError | None = None,
     ) -> None:
-        too_large = error is not None and error.type == ErrorCode.INPUT_TOO_LARGE
-        self._audit(
-            AuditRecord(
-                at=workflow.now(),
-                operator=_cut(request.operator, budgets.AUDIT_TEXT_CHARS),
-                # A resume refused for its size is not kept: the audit trail is carried.
-                resume=[] if too_large else request.resume,
-                outcome=outcome,
-                run_id=run_id,
-                error_code=error.type if error else None,
-                error=_cut(error.message, budgets.AUDIT_TEXT_CHARS) if error else None,
-            )
-        )
-
-    def _audit(self, record: AuditRecord) -> None:
-        """Append ``record`` to the audit trail, then drop the oldest past its budget."""
-        audit = self._thread.audit
-        audit.append(record)
-        sizes = [budgets.json_size(record) for record in audit]
-        del audit[: budgets.records_to_drop(sizes, budgets.AUDIT_KEPT, budgets.AUDIT_KEPT_BYTES)]
+        record = audit.operator_resume(request, outcome, workflow.now(), run_id, error)
+        audit.append(self._thread.audit, record)
 
     def _audit_decision(
-        self,
-        principal: str,
-        entry: ResumeEntry,
-        ballot: Ballot,
-        run_id: str | None,
+        self, principal: str, entry: ResumeEntry, ballot: Ballot, run_id: str | None
     ) -> None:
-        """Record a decision that counted: who, on what, and the arguments it approves."""
-        resolved = entry.status == "resolved"
-        denied = approved(entry.payload) is False
-        self._audit(
-            AuditRecord(
-                at=workflow.now(),
-                kind="decision",
-                outcome="applied",
-                principal=_cut(principal, budgets.AUDIT_TEXT_CHARS),
-                interrupt_id=entry.interrupt_id,
-                status=entry.status,
-                approved=approved(entry.payload) if resolved else None,
-                digest=approved_digest(ballot, entry.payload) if resolved and not denied else None,
-                run_id=run_id,
-            )
-        )
+        record = audit.decision(principal, entry, ballot, workflow.now(), run_id)
+        audit.append(self._thread.audit, record)
 
     def _audit_permit(self, permit: Permit, run_id: str | None) -> None:
-        self._audit(
-            AuditRecord(
-                at=permit.at,
-                kind="permit",
-                outcome="applied",
-                interrupt_id=permit.interrupt_id,
-                digest=permit.digest,
-                approvers=permit.approvers,
-                run_id=run_id,
-            )
-        )
+        audit.append(self._thread.audit, audit.permit(permit, run_id))
 
     @workflow.update
     async def decide(self, request: DecisionRequest) -> DecisionResult:
@@ -421,8 +367,11 @@ class ThreadWorkflow:
         if isinstance(checked, AppliedAnswer):
             return self._repeated(request, checked), None
         interrupt_id = checked.interrupt.id
-        tally = count(checked.ballot, request.principal, checked.key, checked.approval)
-        view = tally.ballot.view
+        ballot = checked.ballot
+        tally = count(
+            checked.view, ballot.answer_key, request.principal, checked.key, checked.approval
+        )
+        view = tally.view
         result = DecisionResult(
             outcome=tally.verdict,
             interrupt_id=interrupt_id,
@@ -431,11 +380,13 @@ class ThreadWorkflow:
         )
         if tally.verdict == "repeated":
             return result, None
-        self._supersede(interrupt_id, tally.superseded)
-        self._thread.ballots[interrupt_id] = tally.ballot
-        interrupt = self._show(interrupt_id)
+        audit.supersede(self._thread.audit, interrupt_id, tally.superseded)
+        if checked.approval:
+            ballot.answer_key = checked.key
+        self._thread.ballots[interrupt_id] = ballot
+        interrupt = self._show(interrupt_id, view)
         if tally.verdict == "pending":
-            self._audit_decision(request.principal, checked.entry, tally.ballot, None)
+            self._audit_decision(request.principal, checked.entry, ballot, None)
             self._publish_status()
             return result, None
         entry = checked.entry
@@ -443,8 +394,8 @@ class ThreadWorkflow:
         last = len(self._thread.open_interrupts) == 1
         # A run's key, or (others still open) one no run has, for the ledger.
         run_id = f"decision-{workflow.uuid4()}"
-        self._audit_decision(request.principal, entry, tally.ballot, run_id if last else None)
-        permit = permit_for(interrupt, tally.ballot, entry, decided_by, workflow.now())
+        self._audit_decision(request.principal, entry, ballot, run_id if last else None)
+        permit = permit_for(interrupt, ballot, entry, decided_by, workflow.now())
         answer = Answer(
             interrupt=interrupt,
             status=entry.status,
@@ -481,25 +432,12 @@ class ThreadWorkflow:
             run_id=run.run_id if run is not None else None,
         )
 
-    def _supersede(self, interrupt_id: str, principals: list[str]) -> None:
-        """Mark the audited approvals of ``principals`` on the interrupt as no longer
-        counting: an approval of other arguments restarted the count."""
-        for record in self._thread.audit:
-            if (
-                record.kind == "decision"
-                and record.interrupt_id == interrupt_id
-                and record.outcome == "applied"
-                and record.principal in principals
-            ):
-                record.outcome = "superseded"
-
-    def _show(self, interrupt_id: str) -> Interrupt:
-        """Show the interrupt's ballot in its metadata; the interrupt as now shown.
+    def _show(self, interrupt_id: str, view: ApproversView) -> Interrupt:
+        """Show ``view`` as the interrupt's approvers; the interrupt as now shown.
 
         A copy replaces it: the events of the runs that announced it hold the old one,
         whose ``RUN_FINISHED`` must read as it was sent.
         """
-        view = self._thread.ballots[interrupt_id].view
         asked = self._thread.asked
         index = next(i for i, interrupt in enumerate(asked) if interrupt.id == interrupt_id)
         shown = asked[index].model_copy(update={"metadata": with_view(asked[index].metadata, view)})
@@ -518,20 +456,18 @@ class ThreadWorkflow:
         """Mark the open interrupt as escalated (its escalation is due) and publish it
         (``Deadlines``); the interrupt, if its escalation notice is due."""
         ballot = self._thread.ballots.get(interrupt_id)
-        if ballot is None or ballot.view.escalation is None:
+        interrupt = next((i for i in self._thread.open_interrupts if i.id == interrupt_id), None)
+        view = ApproversView.of(interrupt.metadata) if interrupt is not None else None
+        if ballot is None or view is None or view.escalation is None:
             return None
-        escalation = ballot.view.escalation
+        escalation = view.escalation
         if not escalation.escalated:
-            ballot.view = ballot.view.model_copy(
-                update={"escalation": escalation.model_copy(update={"escalated": True})}
-            )
+            escalated = escalation.model_copy(update={"escalated": True})
             ballot.notice_due = True
-            shown = self._show(interrupt_id)
+            shown = self._show(interrupt_id, view.model_copy(update={"escalation": escalated}))
             self._publish_status()
             return shown
-        if not ballot.notice_due:
-            return None
-        return next(i for i in self._thread.asked if i.id == interrupt_id)
+        return interrupt if ballot.notice_due else None
 
     async def _serve_expiry(self, interrupt: Interrupt) -> None:
         """Close ``interrupt`` as expired, its deadline having passed (``Deadlines``).
@@ -667,13 +603,13 @@ class ThreadWorkflow:
             # workflow.uuid4() replays to the same id.
             interrupt = shown.interrupt(f"int-{workflow.uuid4()}")
             interrupts.append(interrupt)
-            thread.ballots[interrupt.id] = Ballot(view=view, asked_at=now, call=question.call)
+            thread.ballots[interrupt.id] = Ballot(asked_at=now, call=question.call)
             reminders += question.reminders(interrupt.id, default, now)
         thread.asked.extend(interrupts)
         self._asked_here += [interrupt.id for interrupt in interrupts]
         for interrupt in interrupts:
             self._deadlines.arm_expiry(interrupt)
-            self._deadlines.arm_escalation(interrupt.id)
+            self._deadlines.arm_escalation(interrupt)
             metrics.interrupt_opened(thread.agent, interrupt)
         reminders.sort(key=lambda reminder: reminder.at)
         thread.reminders.extend(reminders)
@@ -789,7 +725,8 @@ class ThreadWorkflow:
         if error is not None:
             code, message = _failure(error)
             if code == ErrorCode.PERMIT_MISMATCH:
-                self._audit_refused_permit(run, message)
+                record = audit.refused_permit(self._permits, message, workflow.now(), run.run_id)
+                audit.append(self._thread.audit, record)
             self._fail_run(run, code, message)
             return
         self._emit_own(StateSnapshotEvent(snapshot=self._thread.state))
@@ -804,24 +741,6 @@ class ThreadWorkflow:
             RunFinishedEvent(thread_id=self._thread.thread_id, run_id=run.run_id, outcome=outcome)
         )
         self._close_run(run, "interrupted" if waiting_on else "succeeded")
-
-    def _audit_refused_permit(self, run: RunRecord, message: str) -> None:
-        """Record that a tool refused to run under its permit (``PERMIT_MISMATCH``): the
-        permit, when the run's turn held only one; the tool's message in any case."""
-        permit = self._permits[0] if len(self._permits) == 1 else None
-        self._audit(
-            AuditRecord(
-                at=workflow.now(),
-                kind="permit",
-                outcome="rejected",
-                interrupt_id=permit.interrupt_id if permit else None,
-                digest=permit.digest if permit else None,
-                approvers=permit.approvers if permit else [],
-                run_id=run.run_id,
-                error_code=ErrorCode.PERMIT_MISMATCH,
-                error=_cut(message, budgets.AUDIT_TEXT_CHARS),
-            )
-        )
 
     def _fail_run(self, run: RunRecord, code: str, message: str) -> None:
         """End ``run`` with ``RUN_ERROR``, after the conversation as the thread has it:
@@ -1074,7 +993,3 @@ def _internal_errors() -> Iterator[None]:
             raise
         workflow.logger.error("the thread failed to check a run", exc_info=error)
         raise _as_fault(error) from error
-
-
-def _cut(text: str, length: int) -> str:
-    return text if len(text) <= length else text[: length - 1] + "…"
