@@ -75,13 +75,10 @@ def activities(settings: Settings, agents: Iterable[AgentDefinition]) -> list[Ca
     configure."""
     named = served.by_name(agents)
     _check_model_names(named)
-    timeout = settings.webhook_timeout_seconds
+    notices = Reminders(settings.reminder_webhook_url, settings.webhook_timeout_seconds)
     # An activity shared by agents (one tool, two agents) is registered once.
     unique = dict.fromkeys(fn for agent in named.values() for fn in agent.activities())
-    return [
-        *unique,
-        Reminders(settings.reminder_webhook_url, timeout).send_reminder,
-    ]
+    return [*unique, notices.send_reminder, notices.send_escalation]
 
 
 def _check_model_names(agents: Mapping[str, AgentDefinition]) -> None:

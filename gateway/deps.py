@@ -86,6 +86,8 @@ ThreadIdPath = Annotated[str, Path(pattern=ID_PATTERN)]
 ``INVALID_PARAMETER`` naming it (no run can have started such a thread)."""
 RunIdPath = Annotated[str, Path(pattern=ID_PATTERN)]
 """A ``runId`` in a path, under the same rule."""
+InterruptIdPath = Annotated[str, Path(pattern=ID_PATTERN)]
+"""An ``interruptId`` in a path, under the same rule."""
 
 
 async def _agent(agent_id: str, agents: AgentsDep) -> AgentDefinition:

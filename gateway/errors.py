@@ -37,6 +37,8 @@ class GatewayErrorCode(StrEnum):
     MALFORMED_JSON = "MALFORMED_JSON"
     """The body is not UTF-8 JSON, or nests deeper than the gateway parses (400)."""
     INVALID_RUN_INPUT = "INVALID_RUN_INPUT"
+    INVALID_DECISION = "INVALID_DECISION"
+    """A decision's body is not ``{"status": "resolved"|"cancelled", "payload"?}`` (422)."""
     UNKNOWN_AGENT = "UNKNOWN_AGENT"
     UNKNOWN_THREAD = "UNKNOWN_THREAD"
     UNKNOWN_RUN = "UNKNOWN_RUN"
@@ -101,7 +103,7 @@ class ApiError(Exception):
     def __init__(
         self,
         status: int,
-        code: GatewayErrorCode,
+        code: GatewayErrorCode | ErrorCode,
         message: str,
         details: Any = None,
         headers: dict[str, str] | None = None,
@@ -268,6 +270,31 @@ def thread_read_error(thread_id: str, err: Exception) -> ApiError:
     if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
         return unknown_thread(thread_id)
     return temporal_error(err)
+
+
+DECISION_REJECTIONS = {
+    ErrorCode.NOT_AN_APPROVER: 403,
+    ErrorCode.UNKNOWN_THREAD: 404,
+    ErrorCode.UNKNOWN_INTERRUPT: 404,
+    ErrorCode.UNKNOWN_AGENT: 404,
+    ErrorCode.INTERRUPT_EXPIRED: 409,
+    ErrorCode.INTERRUPT_ALREADY_ANSWERED: 409,
+    ErrorCode.INPUT_TOO_LARGE: 413,
+    ErrorCode.MISSING_PAYLOAD: 422,
+    ErrorCode.INVALID_PAYLOAD: 422,
+    ErrorCode.POLICY_EXCEEDED: 422,
+}
+"""The HTTP status of each way a thread rejects a decision; any other is a bug (500)."""
+
+
+def decision_rejection(err: WorkflowUpdateFailedError) -> ApiError:
+    """The HTTP error for a decision the thread rejected: its code and message kept,
+    answered with the code's status (``DECISION_REJECTIONS``), else ``INTERNAL``."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type in DECISION_REJECTIONS:
+        code = ErrorCode(cause.type)
+        return ApiError(DECISION_REJECTIONS[code], code, cause.message)
+    return internal_error(cause or err)
 
 
 def run_error_from(err: Exception) -> RunErrorEvent:

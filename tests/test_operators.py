@@ -148,7 +148,8 @@ async def test_current_details_say_what_the_thread_waits_for(client: Client, sta
     view = await _cli(
         client, "workflow", "query", "--workflow-id", workflow_id, "--name", "view", "-o", "json"
     )
-    assert json.loads(view)["queryResult"][0]["interrupts"] == [approval, form]
+    # The CLI shows an empty list (e.g. of an interrupt's approvers' groups) as null.
+    assert json.loads(view)["queryResult"][0]["interrupts"] == _empty_as_null([approval, form])
     await _approve_and_cancel(stack, thread_id, approval, form)
     assert await _details(client, thread_id) == "Idle: waiting for new input"
 
@@ -175,10 +176,13 @@ async def test_an_operator_resumes_by_update_and_the_client_sees_it(
         ("r1", "interrupted"),
         (result.run_id, "succeeded"),
     ]
-    assert [(a["operator"], a["outcome"], a["runId"]) for a in thread["audit"]] == [
-        ("alice", "applied", result.run_id),
-        ("alice", "repeated", result.run_id),
+    # The operator's approval bypasses the approvers and issues the call's permit.
+    assert [(a["kind"], a["operator"], a["outcome"], a["runId"]) for a in thread["audit"]] == [
+        ("operator_resume", "alice", "applied", result.run_id),
+        ("permit", None, "applied", result.run_id),
+        ("operator_resume", "alice", "repeated", result.run_id),
     ]
+    assert thread["audit"][1]["approvers"] == ["operator:alice"]
     # The client's next run goes on from there: its snapshot has the operator's result.
     events = await post_run(
         stack.http, "demo", run_input(thread_id, "r3", "mail a@example.com", "thanks")
@@ -212,6 +216,15 @@ async def test_an_invalid_operator_resume_is_rejected_and_changes_nothing(
     assert isinstance(failed.value.cause, ApplicationError)
     assert failed.value.cause.type == code
     assert await _thread(stack, thread_id) == before
+
+
+def _empty_as_null(value: Any) -> Any:
+    """``value`` as the ``temporal`` CLI prints JSON: an empty list as ``null``."""
+    if isinstance(value, dict):
+        return {key: _empty_as_null(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_empty_as_null(item) for item in value] or None
+    return value
 
 
 async def _cli(client: Client, *args: str) -> str:
@@ -271,10 +284,14 @@ async def test_an_operator_resumes_by_cli_signal_or_update_with_an_audit_trail(
 
     good = {"resume": [_approve(approval)], "operator": "bob"}
     await _operator_resume_cli(client, "signal", workflow_id, good)
-    await eventually(lambda: audited(2), what="the applied signal in the audit trail")
+    # The applied resume, and the permit of the email it approved.
+    await eventually(lambda: audited(3), what="the applied signal in the audit trail")
     thread = await _thread(stack, thread_id)
     assert thread["interrupts"] == [] and len(thread["state"]["outbox"]) == 1
-    assert thread["audit"][1]["outcome"] == "applied"
+    assert [(a["kind"], a["outcome"]) for a in thread["audit"][1:]] == [
+        ("operator_resume", "applied"),
+        ("permit", "applied"),
+    ]
 
     # The update form answers on the terminal; here a repeat, so nothing runs again.
     out = await _operator_resume_cli(client, "update execute -o json", workflow_id, good)

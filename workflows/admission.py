@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from ag_ui.core import AssistantMessage, Message, RunAgentInput, ToolMessage
 
     from workflows import budgets
+    from workflows.decisions import owner_decides
     from workflows.errors import ErrorCode, rejection
     from workflows.interrupts import check_resume
     from workflows.models import RunRequest, ThreadState
@@ -68,7 +69,9 @@ def check_run(
     budgets.check_run_input(run_input, thread)
     _check_client_input(thread, run_input, agent)
     if not repeat:
-        check_resume(thread.open_interrupts, run_input.resume, thread.applied, now)
+        # The owner answers only what their one decision may settle (``decisions.py``).
+        decider = owner_decides(thread, agent, now)
+        check_resume(thread.open_interrupts, run_input.resume, thread.applied, now, decider)
 
 
 def _check_client_input(

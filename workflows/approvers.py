@@ -7,6 +7,26 @@ interrupt it resolves the policy against the thread (its owner, the moment of as
 into :class:`ApproversView`, which every client sees as ``Interrupt.metadata.approvers``
 and which the gateway checks a decider against (:meth:`ApproversView.admits`). Pure
 models and functions: the workflow, the SDK, activities and the gateway all import it.
+
+How decisions settle an interrupt (n-of-m, :func:`count`), wherever they come from (the
+decisions endpoint, the owner's resume):
+
+- A ``cancelled`` from an admitted approver, or from the thread's owner (who may always
+  withdraw their request), settles it as ``cancelled``.
+- A ``resolved`` whose payload says ``"approved": false`` (a denial) settles it at once,
+  with that payload: one approver's veto is enough.
+- Any other ``resolved`` is an approval of exactly its payload (canonical JSON: an
+  ``editedArgs`` is part of it). Approvals count per identical payload: an approval of
+  a payload other than the one being counted (other ``editedArgs``) starts the count
+  again on the new payload, and the earlier approvals no longer count, so no arguments
+  ever run that fewer than ``needed`` people approved. A principal counts once: the
+  same decision again is a repeat and changes nothing.
+- When ``needed`` distinct principals approved the same payload, it settles as
+  ``resolved`` with that payload, decided by them.
+
+An approval's ``editedArgs`` must not need a stricter policy than the interrupt asks
+under (:func:`no_stricter`); the thread refuses it (``POLICY_EXCEEDED``) before
+counting anything.
 """
 
 from __future__ import annotations
@@ -14,12 +34,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
-from workflows.models import Model
+from workflows.wire import Model
 
 METADATA_KEY = "approvers"
 """The key of :class:`ApproversView` in ``Interrupt.metadata``."""
@@ -126,6 +147,103 @@ def _named(
     subject: str, groups: Collection[str], users: Collection[str], named: Collection[str]
 ) -> bool:
     return subject in users or any(group in named for group in groups)
+
+
+def with_view(metadata: dict[str, Any] | None, view: ApproversView) -> dict[str, Any]:
+    """An interrupt's ``metadata`` showing ``view`` under :data:`METADATA_KEY` (camelCase
+    JSON): the key is the engine's, so it replaces whatever an agent put there."""
+    shown = view.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {**(metadata or {}), METADATA_KEY: shown}
+
+
+def no_stricter(edit: ApproversView, asked: ApproversView, now: datetime) -> bool:
+    """Whether an approval's edit, which would be asked under ``edit``, may be decided
+    under ``asked``, the policy its interrupt was asked under.
+
+    Conservatively: whoever ``asked`` admits now must be admitted by ``edit`` too, and
+    ``edit`` needs no more approvals. So the edit needs at most ``asked.needed``
+    approvals; its users and groups include ``asked``'s; it excludes the requester only
+    if ``asked`` does; and each escalation target of ``asked`` already due (``at`` <=
+    ``now``) is among ``edit``'s users and groups or its own escalation targets due by
+    then. Equal policies always pass. Anything else (another group instead, a cheaper
+    band that only the owner decides) is refused, even where it looks laxer: the
+    approvals being collected would not be the ones the edit's policy asks for.
+
+    Args:
+        edit: The policy the edited arguments need, resolved as at the interrupt's asking.
+        asked: The interrupt's policy.
+        now: The moment of the decision, for escalations.
+    """
+    if edit.needed > asked.needed or (edit.exclude_requester and not asked.exclude_requester):
+        return False
+    users, groups = set(edit.users), set(edit.groups)
+    if not (set(asked.users) <= users and set(asked.groups) <= groups):
+        return False
+    due = asked.escalation
+    if due is None or due.at > now:
+        return True
+    extra = edit.escalation
+    if extra is not None and extra.at <= now:
+        users |= set(extra.users)
+        groups |= set(extra.groups)
+    return set(due.users) <= users and set(due.groups) <= groups
+
+
+class Ballot(Model):
+    """What the thread keeps of an open interrupt's approval besides what clients see
+    (``ThreadState.ballots``).
+
+    The policy and the approvals counted so far are the interrupt's own
+    ``metadata.approvers`` (:class:`ApproversView`), kept current: one copy, so a thread
+    with every interrupt open at its budget still fits what continue-as-new carries.
+    """
+
+    asked_at: datetime
+    """When the interrupt was asked: an edit's policy is resolved as of then."""
+    call: BoundCall | None = None
+    """The tool call an approval is about: an approval gives it a permit."""
+    answer_key: str | None = None
+    """The payload the view's ``approved_by`` approved (its canonical digest)."""
+    notice_due: bool = False
+    """The escalation notice is due and not yet delivered (or given up on): a
+    continue-as-new sends it again, with the same idempotency key."""
+
+
+Verdict = Literal["settled", "pending", "repeated"]
+
+
+@dataclass(frozen=True)
+class Count:
+    """What one decision did to an interrupt's approvals (see :func:`count`)."""
+
+    verdict: Verdict
+    view: ApproversView
+    """The interrupt's view after it (the same one unless an approval counted)."""
+    superseded: list[str]
+    """Principals whose approvals no longer count: they approved another payload."""
+
+
+def count(
+    view: ApproversView, counted: str | None, principal: str, answer_key: str, approval: bool
+) -> Count:
+    """Count ``principal``'s decision by the rule in this module's docstring.
+
+    Args:
+        view: The interrupt's view, with the approvals so far; not changed.
+        counted: The answer those approvals are for (``Ballot.answer_key``).
+        principal: Who decides (admitted: the caller checked).
+        answer_key: The decision's canonical digest (status and payload).
+        approval: A ``resolved`` that is not a denial; a denial or a cancel settles at once.
+    """
+    if not approval:
+        return Count("settled", view, [])
+    same = answer_key == counted
+    if same and principal in view.approved_by:
+        return Count("repeated", view, [])
+    approved_by = [*(view.approved_by if same else []), principal]
+    verdict: Verdict = "settled" if len(approved_by) >= view.needed else "pending"
+    after = view.model_copy(update={"approved_by": approved_by, "received": len(approved_by)})
+    return Count(verdict, after, [] if same else list(view.approved_by))
 
 
 class BoundCall(Model):

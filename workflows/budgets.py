@@ -15,8 +15,10 @@ spare, and each bound is enforced where the thread takes the data in:
 - what the thread keeps (messages, the applied-answers ledger, the audit trail, the
   events of earlier runs) is trimmed, oldest first, to its budget.
 
-Worst case, everything at its budget, a thread carries about 1.5 MB across a
-continue-as-new and a run's result is about 1.3 MB; a typical thread carries kilobytes.
+Worst case, everything at its budget, a thread carries about 1.7 MB across a
+continue-as-new (approver policies add at most ~5 KiB to each open interrupt and its
+answer: the policy is shown once, in the interrupt, with who approved so far) and a run's
+result is about 1.3 MB; a typical thread carries kilobytes.
 Sizes are the data's JSON in UTF-8, as Temporal's pydantic data converter sends it.
 Everything here is a pure function of its arguments.
 """
@@ -34,9 +36,10 @@ from ag_ui.core import Interrupt, RunAgentInput
 from temporalio.exceptions import ApplicationError
 
 from workflows.errors import ErrorCode, rejection
-from workflows.models import ThreadState
+from workflows.models import DecisionRequest, ThreadState
 
 if TYPE_CHECKING:
+    from workflows.approvers import Approvers
     from workflows.questions import Question
 
 KIB = 1024
@@ -69,6 +72,15 @@ MAX_REASON_CHARS = 64
 """An interrupt's ``reason``, which the ``AguiInterruptReasons`` search attribute lists."""
 MAX_INTERRUPT_BYTES = 8 * KIB
 """One interrupt as clients see it: message, schema, metadata (``INVALID_QUESTION``)."""
+MAX_APPROVERS = 20
+"""Users, and groups, an approver policy names (and its escalation); also the most
+approvals it may need (``INVALID_QUESTION``). The interrupt shows them all, and names
+who approved so far."""
+MAX_APPROVER_NAME_CHARS = 128
+"""A user or group an approver policy names (``INVALID_QUESTION``)."""
+MAX_DECIDER_CHARS = 255
+"""A decider's subject, which the interrupt names once their approval counts (OIDC
+subjects are at most 255 characters); a longer one is ``INPUT_TOO_LARGE``."""
 MAX_RUN_EVENT_BYTES = 256 * KIB
 """The events an agent's turn emits in one run (text and tool-call deltas, tool results);
 the thread's own (``RUN_STARTED``, snapshots, the terminal event) are bounded apart."""
@@ -166,6 +178,21 @@ def check_run_input(run_input: RunAgentInput, thread: ThreadState) -> None:
             )
 
 
+def check_decision_size(request: DecisionRequest) -> None:
+    """Reject a decision too large to take (``INPUT_TOO_LARGE``): its payload is held to a
+    resume's budget, its decider's subject to ``MAX_DECIDER_CHARS``."""
+    if len(request.principal) > MAX_DECIDER_CHARS:
+        raise _too_large(
+            f"The decider's subject is {len(request.principal)} characters; at most "
+            f"{MAX_DECIDER_CHARS}."
+        )
+    size = json_size(request.payload)
+    if size > MAX_RESUME_BYTES:
+        raise _too_large(
+            f"The decision's payload is {size} bytes; it may be at most {MAX_RESUME_BYTES}."
+        )
+
+
 def check_resume_size(resume: Sequence[Any]) -> None:
     """Reject an operator's resume too large to apply or to audit (``INPUT_TOO_LARGE``)."""
     size = json_size(list(resume))
@@ -244,6 +271,8 @@ def _check_question(
                 raise invalid_question(
                     f"{what}: remind_before {before} is not between 0 and {MAX_EXPIRY.days} days."
                 )
+    if question.approvers is not None:
+        _check_approvers(what, question.approvers)
     if question.response_schema is not None:
         try:
             jsonschema.Draft202012Validator.check_schema(question.response_schema)
@@ -254,6 +283,39 @@ def _check_question(
     if size > MAX_INTERRUPT_BYTES:
         raise invalid_question(
             f"{what} is {size} bytes; an interrupt may be at most {MAX_INTERRUPT_BYTES}."
+        )
+
+
+def _check_approvers(what: str, approvers: Approvers) -> None:
+    """An approver policy the thread can show and enforce: ``MAX_APPROVERS`` names of
+    ``MAX_APPROVER_NAME_CHARS`` each, at most ``MAX_APPROVERS`` approvals, an escalation
+    due within ``MAX_EXPIRY``, and someone who may approve."""
+    escalation = approvers.escalation
+    named = [("users", approvers.users), ("groups", approvers.groups)]
+    if escalation is not None:
+        named += [("escalation users", escalation.users), ("escalation groups", escalation.groups)]
+    for kind, names in named:
+        if len(names) > MAX_APPROVERS:
+            raise invalid_question(
+                f"{what}: {len(names)} approver {kind}; at most {MAX_APPROVERS}."
+            )
+        if any(not 1 <= len(name) <= MAX_APPROVER_NAME_CHARS for name in names):
+            raise invalid_question(
+                f"{what}: approver {kind} have 1 to {MAX_APPROVER_NAME_CHARS} characters."
+            )
+    if approvers.needed > MAX_APPROVERS:
+        raise invalid_question(
+            f"{what}: it needs {approvers.needed} approvals; at most {MAX_APPROVERS}."
+        )
+    if escalation is not None and not timedelta(0) < escalation.after <= MAX_EXPIRY:
+        raise invalid_question(
+            f"{what}: escalation after {escalation.after} is not between 0 and "
+            f"{MAX_EXPIRY.days} days."
+        )
+    if approvers.exclude_requester and not (approvers.users or approvers.groups):
+        raise invalid_question(
+            f"{what}: it excludes the requester and names no other approver, so nobody "
+            "could approve it."
         )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import datetime
 
 from temporalio import workflow
@@ -58,11 +59,17 @@ def is_replay(resume: list[ResumeEntry], applied: dict[str, AppliedAnswer]) -> s
     return runs.pop() if len(runs) == 1 else None
 
 
+EntryCheck = Callable[[str, ResumeEntry, Interrupt], None]
+"""A further check of a resume entry for an open interrupt, which passed the contract's
+(``where`` it is, the entry, the interrupt): who may decide it (``workflows/decisions.py``)."""
+
+
 def check_resume(
     open_interrupts: list[Interrupt],
     resume: list[ResumeEntry] | None,
     applied: dict[str, AppliedAnswer],
     now: datetime,
+    decider: EntryCheck | None = None,
 ) -> None:
     """Raise the rejection for a resume the thread must not apply (contract rules 2-8).
 
@@ -71,6 +78,8 @@ def check_resume(
         resume: The input's resume entries (``None`` when the input has none).
         applied: Answers already applied, by interrupt id (expired ones included).
         now: The workflow's current time, for expiry.
+        decider: Checks the sender may give each entry's answer (the owner's resume);
+            ``None``: anyone may (an operator's, which bypasses approver policies).
     """
     if not resume:
         if open_interrupts:
@@ -94,7 +103,9 @@ def check_resume(
         if interrupt is None:
             _check_closed(index, entry, applied)
             continue
-        _check_entry(index, entry, interrupt, now)
+        check_answer(f"resume[{index}]", entry, interrupt, now)
+        if decider is not None:
+            decider(f"resume[{index}]", entry, interrupt)
     missing = [interrupt.id for interrupt in open_interrupts if interrupt.id not in seen]
     if missing:
         raise rejection(
@@ -129,15 +140,16 @@ def _check_closed(index: int, entry: ResumeEntry, applied: dict[str, AppliedAnsw
     )
 
 
-def _check_entry(index: int, entry: ResumeEntry, interrupt: Interrupt, now: datetime) -> None:
-    """An entry for an open interrupt: expiry, then the payload against its schema."""
+def check_answer(where: str, entry: ResumeEntry, interrupt: Interrupt, now: datetime) -> None:
+    """Raise the rejection of an answer to the open ``interrupt``: expiry, then the
+    payload against its schema (a resume's entry, or a decision, named ``where``)."""
     expires_at = parse_expiry(interrupt)
     if entry.status == "cancelled":
         return
     if expires_at is not None and now >= expires_at:
         raise rejection(
             ErrorCode.INTERRUPT_EXPIRED,
-            f"resume[{index}]: interrupt {interrupt.id} expired at {interrupt.expires_at}.",
+            f"{where}: interrupt {interrupt.id} expired at {interrupt.expires_at}.",
         )
     schema = interrupt.response_schema
     if schema is None:
@@ -145,7 +157,7 @@ def _check_entry(index: int, entry: ResumeEntry, interrupt: Interrupt, now: date
     if "payload" not in entry.model_fields_set:
         raise rejection(
             ErrorCode.MISSING_PAYLOAD,
-            f"resume[{index}]: interrupt {interrupt.id} was resolved without a payload; "
+            f"{where}: interrupt {interrupt.id} was resolved without a payload; "
             "it expects one matching its responseSchema.",
         )
     validator = jsonschema.Draft202012Validator(
@@ -156,6 +168,5 @@ def _check_entry(index: int, entry: ResumeEntry, interrupt: Interrupt, now: date
         path = "/".join(str(part) for part in error.absolute_path)
         raise rejection(
             ErrorCode.INVALID_PAYLOAD,
-            f"resume[{index}].payload/{path}: {error.message}"
-            f" (interrupt {interrupt.id}'s responseSchema)",
+            f"{where}.payload/{path}: {error.message} (interrupt {interrupt.id}'s responseSchema)",
         )

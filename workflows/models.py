@@ -10,15 +10,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ag_ui.core import Event, Interrupt, Message, ResumeEntry, RunAgentInput
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
-
-class Model(BaseModel):
-    """Base for the engine's own models: camelCase on the wire, like AG-UI's."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
+from workflows.approvers import Ballot
+from workflows.wire import Model as Model
 
 RunStatus = Literal["running", "succeeded", "interrupted", "failed"]
 ThreadStatus = Literal["idle", "running", "waiting"]
@@ -109,8 +104,12 @@ class AppliedAnswer(Model):
     """``(interruptId, status, payload)`` canonicalised and digested (see
     ``interrupts.answer_key``)."""
     run_key: str
-    """The run that applied it."""
+    """The run that applied it (for a decision that settled it while other interrupts
+    stayed open, a key no run has)."""
     expires_at: str | None = None
+    decided_by: list[str] = Field(default_factory=list)
+    """Whose decisions settled it (``Answer.decided_by``): one of them deciding the same
+    again is told it is a repeat."""
 
 
 class Reminder(Model):
@@ -137,19 +136,44 @@ class OperatorResult(Model):
     outcome: Literal["applied", "repeated"]
 
 
-AuditOutcome = Literal["applied", "repeated", "rejected"]
+AuditKind = Literal["operator_resume", "decision", "permit"]
+AuditOutcome = Literal["applied", "repeated", "rejected", "superseded"]
 
 
 class AuditRecord(Model):
-    """One ``operator_resume`` in the thread's audit trail, applied or not."""
+    """One entry of the thread's audit trail: an ``operator_resume`` (applied, repeated
+    or rejected), a decision that counted (``applied``; ``superseded`` once an approval
+    of other arguments restarted the count), or a permit issued to an approved tool
+    call (``applied``) or refused by the tool (``rejected``, with the error code).
+
+    Rejected decision requests leave no record: the thread's validator rejects them
+    before anything is written, so a caller who may not decide cannot grow the trail.
+    """
 
     at: datetime
-    operator: str
-    resume: list[ResumeEntry]
+    kind: AuditKind = "operator_resume"
+    operator: str | None = None
+    """The operator, for an ``operator_resume``."""
+    resume: list[ResumeEntry] = Field(default_factory=list)
+    """The operator's entries, for an ``operator_resume``."""
     outcome: AuditOutcome
     run_id: str | None = None
+    """The run that applied it, if one did (a decision that settled the thread's last
+    open interrupt: the run it continued in)."""
     error_code: str | None = None
     error: str | None = None
+    principal: str | None = None
+    """Who decided, for a decision."""
+    interrupt_id: str | None = None
+    status: AnswerStatus | None = None
+    """A decision's ``resolved`` or ``cancelled``."""
+    approved: bool | None = None
+    """A decision's payload's ``approved``, when it has one."""
+    digest: str | None = None
+    """The arguments approved (``approvers.arguments_digest``): a permit's, or those a
+    tool call's approval is for."""
+    approvers: list[str] = Field(default_factory=list)
+    """Who approved, for a permit."""
 
 
 class JournalStep(Model):
@@ -201,14 +225,18 @@ class ThreadState(Model):
 
     reminders: list[Reminder] = Field(default_factory=list)
     """Reminders not yet delivered, of open interrupts."""
+    ballots: dict[str, Ballot] = Field(default_factory=dict)
+    """Who may decide each open interrupt, and the approvals counted so far, by
+    interrupt id; an interrupt's goes when it closes (or is withdrawn)."""
     applied: dict[str, AppliedAnswer] = Field(default_factory=dict)
     """The answers applied, by interrupt id, oldest first; the newest
     ``budgets.APPLIED_KEPT`` are kept."""
     runs: list[RunRecord] = Field(default_factory=list)
     events: list[LoggedEvent] = Field(default_factory=list)
     audit: list[AuditRecord] = Field(default_factory=list)
-    """What operators did to the thread, oldest first; the newest ``budgets.AUDIT_KEPT``
-    (within ``budgets.AUDIT_KEPT_BYTES``) are kept."""
+    """What operators and approvers did to the thread and the permits it issued, oldest
+    first; the newest ``budgets.AUDIT_KEPT`` (within ``budgets.AUDIT_KEPT_BYTES``) are
+    kept."""
     memory: dict[str, Any] = Field(default_factory=dict)
     """What the agent remembers for this thread (e.g. tools the user trusts); unlike
     ``state`` it is not shared with the client."""
@@ -325,6 +353,57 @@ class ModelDelta(Model):
     tool_calls: list[ToolCallDelta] = Field(default_factory=list)
 
 
+DecisionStatus = Literal["resolved", "cancelled"]
+
+
+class DecisionRequest(Model):
+    """The ``decide`` update's argument: one principal's decision on one open interrupt,
+    from anywhere (``POST /threads/{threadId}/interrupts/{interruptId}/decisions``)."""
+
+    interrupt_id: str
+    principal: str
+    """Who decides, as the gateway authenticated them."""
+    groups: list[str] = Field(default_factory=list)
+    """Their groups (the token's groups claim)."""
+    status: DecisionStatus
+    payload: Any = None
+    """The answer, for ``resolved``; ``null`` is none, as in a resume entry."""
+
+    @property
+    def entry(self) -> ResumeEntry:
+        """The decision as the resume entry that would give the same answer."""
+        if self.payload is None:
+            return ResumeEntry(interrupt_id=self.interrupt_id, status=self.status)
+        return ResumeEntry(interrupt_id=self.interrupt_id, status=self.status, payload=self.payload)
+
+
+class DecisionResult(Model):
+    """What ``decide`` returns, once the decision is recorded.
+
+    When it settled the thread's last open interrupt, the agent continues in a run of
+    its own (``run_id``), which may still be in progress: its events are read with
+    ``GET /threads/{threadId}/runs/{runId}/events``.
+    """
+
+    outcome: Literal["settled", "pending", "repeated"]
+    """``settled``: this decision settled the interrupt; ``pending``: it counted, and more
+    approvals are needed; ``repeated``: it had counted already, nothing changed."""
+    interrupt_id: str
+    status: AnswerStatus | None = None
+    """How the interrupt was settled (``None`` while pending)."""
+    approved: bool | None = None
+    """The settling payload's ``approved``, when it has one (a denial: ``false``)."""
+    received: int | None = None
+    """Approvals counted toward the answer; ``None`` for a repeat of a settled decision,
+    when the thread no longer keeps the count."""
+    needed: int | None = None
+    """Approvals the interrupt needs (``None`` likewise)."""
+    decided_by: list[str] = Field(default_factory=list)
+    """Who settled it, once settled."""
+    run_id: str | None = None
+    """The run the thread continued in, when this decision let it continue."""
+
+
 class ReminderNotice(Model):
     """The ``send_reminder`` activity's input, and what the webhook receives (as camelCase
     JSON): which interrupt, and until when."""
@@ -341,3 +420,25 @@ class ReminderNotice(Model):
     @property
     def idempotency_key(self) -> str:
         return f"{self.thread_id}/{self.interrupt.id}/{self.remind_at.isoformat()}"
+
+
+class EscalationTargets(Model):
+    """Who may decide an interrupt since it escalated."""
+
+    users: list[str]
+    groups: list[str]
+
+
+class EscalationNotice(Model):
+    """The ``send_escalation`` activity's input, and what the webhook receives (as
+    camelCase JSON): an interrupt nobody settled in time, and who may decide it now."""
+
+    type: Literal["interrupt.escalated"] = "interrupt.escalated"
+    thread_id: str
+    agent: str
+    interrupt: Interrupt
+    escalated_to: EscalationTargets
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.thread_id}/{self.interrupt.id}/escalated"

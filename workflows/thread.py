@@ -39,9 +39,11 @@ with workflow.unsafe.imports_passed_through():
     # By its full name, so a sandbox passes the worker's table of agents through;
     # ``from workflows import served`` would import an empty copy into it.
     import workflows.served as served
-    from workflows import budgets, metrics, visibility
+    from workflows import audit, budgets, metrics, visibility
     from workflows.admission import check_run
+    from workflows.approvers import OWNER_DECIDES, ApproversView, Ballot, count, with_view
     from workflows.deadlines import Deadlines
+    from workflows.decisions import Decision, approved, ballot_of, check_decision, permit_for
     from workflows.details import current_details
     from workflows.errors import ErrorCode, rejection
     from workflows.event_log import EventLog
@@ -51,7 +53,8 @@ with workflow.unsafe.imports_passed_through():
         Answer,
         AppliedAnswer,
         AuditOutcome,
-        AuditRecord,
+        DecisionRequest,
+        DecisionResult,
         EventPage,
         EventsQuery,
         LogPage,
@@ -59,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
         ModelDelta,
         OperatorResult,
         OperatorResume,
+        Permit,
         RunLookup,
         RunRecord,
         RunReply,
@@ -96,6 +100,10 @@ class ThreadWorkflow:
             rejects bad input without touching history.
         operator_resume(OperatorResume) -> OperatorResult: an operator answers the open
             interrupts; also a signal of the same name.
+        decide(DecisionRequest) -> DecisionResult: one approver's decision on an open
+            interrupt (``POST /threads/{threadId}/interrupts/{interruptId}/decisions``);
+            returns once it is counted, the thread continuing in a run of its own when
+            it settled the last open interrupt.
     Signal:
         model_stream(ModelDelta): a model activity's output so far.
     Queries:
@@ -114,7 +122,9 @@ class ThreadWorkflow:
             thread_id=start.thread_id, agent=start.agent, owner=start.owner
         )
         self._log = EventLog(self._thread, clock=workflow.now)
-        self._deadlines = Deadlines(self._thread, on_expired=self._serve_expiry)
+        self._deadlines = Deadlines(
+            self._thread, on_expired=self._serve_expiry, on_escalated=self._escalate
+        )
         self._runs = {run.key: run for run in self._thread.runs}
         # Runs (and expiries) change the thread one at a time, in arrival order.
         self._run_lock = asyncio.Lock()
@@ -142,6 +152,8 @@ class ThreadWorkflow:
         merged in), for undoing the turn's changes when it went over a budget."""
         self._sizes_before: dict[str, int] = {}
         """The sizes of what the turn may grow, as the run in progress found them."""
+        self._permits: list[Permit] = []
+        """The permits the run in progress handed the agent's turn."""
 
     @workflow.run
     async def run(self, start: ThreadStart) -> None:
@@ -251,9 +263,11 @@ class ThreadWorkflow:
     async def operator_resume(self, request: OperatorResume) -> OperatorResult:
         """An operator answers the open interrupts (``temporal workflow update``).
 
-        Checked exactly as a client's resume: an invalid one is rejected by the
-        validator, before anything is written. Applied in a run of its own, recorded in
-        the audit trail with the operator's name; the client's next run sees the result.
+        Checked exactly as a client's resume, but not against the interrupts' approver
+        policies (break-glass): an invalid one is rejected by the validator, before
+        anything is written. Applied in a run of its own, recorded in the audit trail
+        with the operator's name (and decided by ``operator:<name>``); the client's next
+        run sees the result.
         """
         return await self._operator_resume(request)
 
@@ -285,7 +299,9 @@ class ThreadWorkflow:
             run_id = f"operator-{workflow.uuid4()}"
             self._record_audit(request, "applied", run_id=run_id)
             run = self._start_run(run_id, run_id, None, sent_by=request.operator)
-            await self._serve_run(run, self._unrequested_input(run), resume=request.resume)
+            await self._serve_run(
+                run, self._unrequested_input(run), resume=request.resume, operator=request.operator
+            )
             return OperatorResult(run_id=run_id, outcome="applied")
 
     def _check_operator(self, request: OperatorResume) -> str | None:
@@ -310,22 +326,164 @@ class ThreadWorkflow:
         run_id: str | None = None,
         error: ApplicationError | None = None,
     ) -> None:
-        too_large = error is not None and error.type == ErrorCode.INPUT_TOO_LARGE
-        audit = self._thread.audit
-        audit.append(
-            AuditRecord(
-                at=workflow.now(),
-                operator=_cut(request.operator, budgets.AUDIT_TEXT_CHARS),
-                # A resume refused for its size is not kept: the audit trail is carried.
-                resume=[] if too_large else request.resume,
-                outcome=outcome,
-                run_id=run_id,
-                error_code=error.type if error else None,
-                error=_cut(error.message, budgets.AUDIT_TEXT_CHARS) if error else None,
-            )
+        record = audit.operator_resume(request, outcome, workflow.now(), run_id, error)
+        audit.append(self._thread.audit, record)
+
+    def _audit_decision(
+        self, principal: str, entry: ResumeEntry, ballot: Ballot, run_id: str | None
+    ) -> None:
+        record = audit.decision(principal, entry, ballot, workflow.now(), run_id)
+        audit.append(self._thread.audit, record)
+
+    def _audit_permit(self, permit: Permit, run_id: str | None) -> None:
+        audit.append(self._thread.audit, audit.permit(permit, run_id))
+
+    @workflow.update
+    async def decide(self, request: DecisionRequest) -> DecisionResult:
+        """Count one principal's decision on an open interrupt (n-of-m, by the rule in
+        ``workflows/approvers.py``).
+
+        Checked like a resume's entry, and against the interrupt's approvers
+        (``workflows/decisions.py``): a decision that may not count is rejected by the
+        validator, so it leaves no history. Returns as soon as the decision is
+        recorded, without waiting for the agent: when it settles the thread's last open
+        interrupt, the agent continues in a run of its own (``runId`` in the result),
+        which holds the run lock until it ends, so later runs, decisions and the
+        continue-as-new wait for it.
+        """
+        await self._run_lock.acquire()
+        run: RunRecord | None = None
+        try:
+            with _internal_errors():
+                checked = self._check_decision(request)
+                result, run = self._count(request, checked)
+        finally:
+            if run is None:
+                self._run_lock.release()
+        if run is not None:
+            asyncio.create_task(self._continue(run))
+        return result
+
+    @decide.validator
+    def _validate_decide(self, request: DecisionRequest) -> None:
+        with _internal_errors():
+            self._check_decision(request)
+
+    def _check_decision(self, request: DecisionRequest) -> Decision | AppliedAnswer:
+        agent = served.find(workflow.info().task_queue, self._thread.agent)
+        if agent is None:
+            raise served.not_served(self._thread.agent)
+        return check_decision(self._thread, request, agent, workflow.now())
+
+    def _count(
+        self, request: DecisionRequest, checked: Decision | AppliedAnswer
+    ) -> tuple[DecisionResult, RunRecord | None]:
+        """Count a checked decision; the result, and the run the thread continues in when
+        it settled the last open interrupt (opened, not yet served)."""
+        if isinstance(checked, AppliedAnswer):
+            return self._repeated(request, checked), None
+        interrupt_id = checked.interrupt.id
+        ballot = checked.ballot
+        tally = count(
+            checked.view, ballot.answer_key, request.principal, checked.key, checked.approval
         )
-        sizes = [budgets.json_size(record) for record in audit]
-        del audit[: budgets.records_to_drop(sizes, budgets.AUDIT_KEPT, budgets.AUDIT_KEPT_BYTES)]
+        view = tally.view
+        result = DecisionResult(
+            outcome=tally.verdict,
+            interrupt_id=interrupt_id,
+            received=view.received,
+            needed=view.needed,
+        )
+        if tally.verdict == "repeated":
+            return result, None
+        audit.supersede(self._thread.audit, interrupt_id, tally.superseded)
+        if checked.approval:
+            ballot.answer_key = checked.key
+        self._thread.ballots[interrupt_id] = ballot
+        interrupt = self._show(interrupt_id, view)
+        if tally.verdict == "pending":
+            self._audit_decision(request.principal, checked.entry, ballot, None)
+            self._publish_status()
+            return result, None
+        entry = checked.entry
+        decided_by = list(view.approved_by) if checked.approval else [request.principal]
+        last = len(self._thread.open_interrupts) == 1
+        # A run's key, or (others still open) one no run has, for the ledger.
+        run_id = f"decision-{workflow.uuid4()}"
+        self._audit_decision(request.principal, entry, ballot, run_id if last else None)
+        permit = permit_for(interrupt, ballot, entry, decided_by, workflow.now())
+        answer = Answer(
+            interrupt=interrupt,
+            status=entry.status,
+            payload=entry.payload,
+            decided_by=decided_by,
+            permit=permit,
+        )
+        self._close_interrupt(interrupt, answer, key=checked.key, run_key=run_id)
+        if permit is not None:
+            self._audit_permit(permit, run_id if last else None)
+        result = result.model_copy(
+            update={
+                "status": entry.status,
+                "approved": approved(entry.payload) if entry.status == "resolved" else None,
+                "decided_by": decided_by,
+                "run_id": run_id if last else None,
+            }
+        )
+        if not last:
+            self._publish_status()
+            return result, None
+        return result, self._start_run(run_id, run_id, None, sent_by=request.principal)
+
+    def _repeated(self, request: DecisionRequest, done: AppliedAnswer) -> DecisionResult:
+        """The result of a decision that repeats one that settled its interrupt."""
+        run = self._runs.get(done.run_key)
+        entry = request.entry
+        return DecisionResult(
+            outcome="repeated",
+            interrupt_id=done.interrupt_id,
+            status=done.status,
+            approved=approved(entry.payload) if entry.status == "resolved" else None,
+            decided_by=done.decided_by,
+            run_id=run.run_id if run is not None else None,
+        )
+
+    def _show(self, interrupt_id: str, view: ApproversView) -> Interrupt:
+        """Show ``view`` as the interrupt's approvers; the interrupt as now shown.
+
+        A copy replaces it: the events of the runs that announced it hold the old one,
+        whose ``RUN_FINISHED`` must read as it was sent.
+        """
+        asked = self._thread.asked
+        index = next(i for i, interrupt in enumerate(asked) if interrupt.id == interrupt_id)
+        shown = asked[index].model_copy(update={"metadata": with_view(asked[index].metadata, view)})
+        asked[index] = shown
+        return shown
+
+    async def _continue(self, run: RunRecord) -> None:
+        """Serve the run a decision opened (its answers closed already), then release the
+        run lock its handler acquired."""
+        try:
+            await self._serve_run(run, self._unrequested_input(run), settled=True)
+        finally:
+            self._run_lock.release()
+
+    def _escalate(self, interrupt_id: str) -> Interrupt | None:
+        """Mark the open interrupt as escalated (its escalation is due) and publish it
+        (``Deadlines``); the interrupt, if its escalation notice is due."""
+        ballot = self._thread.ballots.get(interrupt_id)
+        interrupt = next((i for i in self._thread.open_interrupts if i.id == interrupt_id), None)
+        view = ApproversView.of(interrupt.metadata) if interrupt is not None else None
+        if ballot is None or view is None or view.escalation is None:
+            return None
+        escalation = view.escalation
+        if not escalation.escalated:
+            escalated = escalation.model_copy(update={"escalated": True})
+            ballot.notice_due = True
+            shown = self._show(interrupt_id, view.model_copy(update={"escalation": escalated}))
+            self._publish_status()
+            return shown
+        return interrupt if ballot.notice_due else None
 
     async def _serve_expiry(self, interrupt: Interrupt) -> None:
         """Close ``interrupt`` as expired, its deadline having passed (``Deadlines``).
@@ -368,13 +526,16 @@ class ThreadWorkflow:
         resume: list[ResumeEntry] | None = None,
         expired: Interrupt | None = None,
         take_input: bool = False,
+        operator: str | None = None,
+        settled: bool = False,
     ) -> None:
         """Let the agent work in ``run``, just opened, then end it.
 
-        Every run goes this one way, a client's, an operator's or an expiry's: its
-        answers close interrupts (the entries of a ``resume``, or an ``expired``
-        interrupt), and once none is open the agent's ``resume`` takes them all. A run
-        with no answers is a new turn of the agent's ``run``.
+        Every run goes this one way, a client's, an operator's, an expiry's or a
+        decision's: its answers close interrupts (the entries of a ``resume``, or an
+        ``expired`` interrupt; a decision closed its own before), and once none is open
+        the agent's ``resume`` takes them all. A run with no answers is a new turn of
+        the agent's ``run``.
 
         Whatever goes wrong in here ends the run with ``RUN_ERROR``: an exception that
         escaped would fail the workflow task, which Temporal retries forever, the thread
@@ -386,12 +547,14 @@ class ThreadWorkflow:
             resume: The answers a client or an operator sent.
             expired: The interrupt whose deadline passed.
             take_input: Add the input's messages and state to the thread (a client's run).
+            operator: Whose ``resume`` it is, when an operator's (not the owner's).
+            settled: A decision settled the thread's last open interrupt.
         """
         try:
             if take_input:
                 self._take_input(run_input)
                 self._remember_turn_data()
-            await self._work(run, run_input, resume, expired)
+            await self._work(run, run_input, resume, expired, operator, settled)
         except Exception as error:
             if isinstance(error, TemporalError) and not isinstance(error, FailureError):
                 raise  # Temporal's own (nondeterminism): the workflow task must fail.
@@ -403,13 +566,16 @@ class ThreadWorkflow:
         run_input: RunAgentInput,
         resume: list[ResumeEntry] | None,
         expired: Interrupt | None,
+        operator: str | None,
+        settled: bool,
     ) -> None:
         """The body of :meth:`_serve_run`."""
-        if resume:
+        if resume or settled:
             # The tool calls being answered were announced in an earlier run; the
             # snapshot puts them in this run's view so its TOOL_CALL_RESULTs resolve.
             self._emit_messages_snapshot()
-            self._apply_resume(resume, run)
+        if resume:
+            self._apply_resume(resume, run, operator)
         if expired is not None:
             self._close_interrupt(
                 expired,
@@ -417,7 +583,7 @@ class ThreadWorkflow:
                 key=f"expired:{expired.id}",
                 run_key=run.key,
             )
-        if resume or expired is not None:
+        if resume or expired is not None or settled:
             self._resume_if_answered(run_input)
         else:
             agent = self._agent()
@@ -440,23 +606,29 @@ class ThreadWorkflow:
         Questions over a budget (too many in the run, expiring too far ahead, ...) open
         nothing: the run ends with ``RUN_ERROR`` and withdraws what it opened before.
         """
+        thread = self._thread
         now = workflow.now()
         default = self._agent().remind_before
         with self._faults():
             budgets.check_questions(questions, len(self._asked_here), default, now)
         interrupts, reminders = [], []
         for question in questions:
+            # Who may answer, as clients see it: the owner, unless the agent said.
+            view = (question.approvers or OWNER_DECIDES).view(thread.owner, now)
+            shown = question.model_copy(update={"metadata": with_view(question.metadata, view)})
             # workflow.uuid4() replays to the same id.
-            interrupt = question.interrupt(f"int-{workflow.uuid4()}")
+            interrupt = shown.interrupt(f"int-{workflow.uuid4()}")
             interrupts.append(interrupt)
+            thread.ballots[interrupt.id] = Ballot(asked_at=now, call=question.call)
             reminders += question.reminders(interrupt.id, default, now)
-        self._thread.asked.extend(interrupts)
+        thread.asked.extend(interrupts)
         self._asked_here += [interrupt.id for interrupt in interrupts]
         for interrupt in interrupts:
             self._deadlines.arm_expiry(interrupt)
-            metrics.interrupt_opened(self._thread.agent, interrupt)
+            self._deadlines.arm_escalation(interrupt)
+            metrics.interrupt_opened(thread.agent, interrupt)
         reminders.sort(key=lambda reminder: reminder.at)
-        self._thread.reminders.extend(reminders)
+        thread.reminders.extend(reminders)
         for reminder in reminders:
             self._deadlines.arm_reminder(reminder)
         return interrupts
@@ -475,24 +647,47 @@ class ThreadWorkflow:
             return
         answers = [thread.answers[interrupt.id] for interrupt in thread.asked]
         thread.asked, thread.answers = [], {}
+        self._permits = [answer.permit for answer in answers if answer.permit is not None]
         agent = self._agent()
         self._start_turn(lambda turn: agent.resume(turn, answers), run_input)
 
-    def _apply_resume(self, resume: list[ResumeEntry], run: RunRecord) -> None:
-        """Close the interrupts ``resume`` answers and hand the answers to the agent."""
-        open_by_id = {interrupt.id: interrupt for interrupt in self._thread.open_interrupts}
+    def _apply_resume(
+        self, resume: list[ResumeEntry], run: RunRecord, operator: str | None
+    ) -> None:
+        """Close the interrupts ``resume`` answers, each decided by its sender (the
+        owner, or ``operator:<name>``), with a permit for an approved tool call.
+
+        The owner's entries are audited as decisions; an operator's resume has its own
+        audit record already.
+        """
+        thread = self._thread
+        now = workflow.now()
+        decider = f"operator:{operator}" if operator is not None else run.sent_by or thread.owner
+        open_by_id = {interrupt.id: interrupt for interrupt in thread.open_interrupts}
         for entry in resume:
             interrupt = open_by_id.get(entry.interrupt_id)
             if interrupt is None:
                 # Closed already: a cancel of an expired interrupt, or the replay of a
                 # resume whose run is no longer carried (contract rule 5).
                 continue
+            ballot = ballot_of(thread, interrupt, now)
+            permit = permit_for(interrupt, ballot, entry, [decider], now)
+            if operator is None:
+                self._audit_decision(decider, entry, ballot, run.run_id)
             self._close_interrupt(
                 interrupt,
-                Answer(interrupt=interrupt, status=entry.status, payload=entry.payload),
+                Answer(
+                    interrupt=interrupt,
+                    status=entry.status,
+                    payload=entry.payload,
+                    decided_by=[decider],
+                    permit=permit,
+                ),
                 key=answer_key(entry),
                 run_key=run.key,
             )
+            if permit is not None:
+                self._audit_permit(permit, run.run_id)
 
     def _close_interrupt(
         self, interrupt: Interrupt, answer: Answer, key: str, run_key: str
@@ -500,14 +695,16 @@ class ThreadWorkflow:
         thread = self._thread
         thread.answers[interrupt.id] = answer
         metrics.interrupt_closed(thread.agent, interrupt, answer.status)
-        # Its reminders are moot now (their tasks see that and end).
+        # Its reminders and escalation are moot now (their tasks see that and end).
         thread.reminders = [r for r in thread.reminders if r.interrupt_id != interrupt.id]
+        thread.ballots.pop(interrupt.id, None)
         thread.applied[interrupt.id] = AppliedAnswer(
             interrupt_id=interrupt.id,
             status=answer.status,
             key=key,
             run_key=run_key,
             expires_at=interrupt.expires_at,
+            decided_by=answer.decided_by,
         )
         for oldest in list(thread.applied)[: max(len(thread.applied) - budgets.APPLIED_KEPT, 0)]:
             del thread.applied[oldest]
@@ -542,7 +739,11 @@ class ThreadWorkflow:
             self._fail_run(run, self._fault.type or ErrorCode.INTERNAL, self._fault.message)
             return
         if error is not None:
-            self._fail_run(run, *_failure(error))
+            code, message = _failure(error)
+            if code == ErrorCode.PERMIT_MISMATCH:
+                record = audit.refused_permit(self._permits, message, workflow.now(), run.run_id)
+                audit.append(self._thread.audit, record)
+            self._fail_run(run, code, message)
             return
         self._emit_own(StateSnapshotEvent(snapshot=self._thread.state))
         self._emit_messages_snapshot()
@@ -606,6 +807,8 @@ class ThreadWorkflow:
         gone = {interrupt.id for interrupt in withdrawn}
         thread.asked = [i for i in thread.asked if i.id not in gone]
         thread.reminders = [r for r in thread.reminders if r.interrupt_id not in gone]
+        for interrupt_id in gone:
+            thread.ballots.pop(interrupt_id, None)
         if not thread.open_interrupts:
             thread.asked, thread.answers = [], {}
             thread.journal.scopes.clear()
@@ -650,7 +853,7 @@ class ThreadWorkflow:
         self._runs[key] = run
         self._runs_here += 1
         self._run = run
-        self._fault, self._asked_here, self._event_bytes = None, [], 0
+        self._fault, self._asked_here, self._event_bytes, self._permits = None, [], 0, []
         self._remember_turn_data()
         workflow.logger.info("run started", extra={"run_id": run_id})
         self._emit_own(
@@ -747,10 +950,16 @@ class ThreadWorkflow:
 
 
 RUN_FAULTS = frozenset(
-    {ErrorCode.TOO_MANY_INTERRUPTS, ErrorCode.INVALID_QUESTION, ErrorCode.OUTPUT_TOO_LARGE}
+    {
+        ErrorCode.TOO_MANY_INTERRUPTS,
+        ErrorCode.INVALID_QUESTION,
+        ErrorCode.OUTPUT_TOO_LARGE,
+        ErrorCode.PERMIT_MISMATCH,
+    }
 )
 """Codes a turn's error keeps as the run's: a budget the agent went over, wherever it was
-found (the thread, the SDK, a tool's activity asking a question)."""
+found (the thread, the SDK, a tool's activity asking a question), or a tool that refused
+to run on arguments its permit does not bind."""
 
 
 def _failure(error: BaseException) -> tuple[str, str]:
@@ -800,7 +1009,3 @@ def _internal_errors() -> Iterator[None]:
             raise
         workflow.logger.error("the thread failed to check a run", exc_info=error)
         raise _as_fault(error) from error
-
-
-def _cut(text: str, length: int) -> str:
-    return text if len(text) <= length else text[: length - 1] + "…"

@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from gateway.edge import host_name
-from gateway.errors import ApiError, run_error_from, temporal_error
+from gateway.errors import ApiError, decision_rejection, run_error_from, temporal_error
 from gateway.limits import MAX_JSON_DEPTH, StreamSlots, id_problems, parse_json, valid_id
 from workflows.errors import ErrorCode
 
@@ -279,6 +279,35 @@ def test_any_other_update_failure_is_internal_without_its_text(
     assert event.code == "INTERNAL"
     assert SECRET_TEXT not in event.message
     assert SECRET_TEXT in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        (ErrorCode.NOT_AN_APPROVER, 403),
+        (ErrorCode.UNKNOWN_INTERRUPT, 404),
+        (ErrorCode.INTERRUPT_EXPIRED, 409),
+        (ErrorCode.INTERRUPT_ALREADY_ANSWERED, 409),
+        (ErrorCode.INPUT_TOO_LARGE, 413),
+        (ErrorCode.POLICY_EXCEEDED, 422),
+        (ErrorCode.INVALID_PAYLOAD, 422),
+    ],
+)
+def test_a_rejected_decision_keeps_its_code_with_its_status(code: ErrorCode, status: int) -> None:
+    cause = ApplicationError("Not yours to decide.", type=code.value)
+
+    error = decision_rejection(WorkflowUpdateFailedError(cause))
+
+    assert (error.status, error.code, error.message) == (status, code, cause.message)
+
+
+def test_a_decision_failing_otherwise_is_internal_without_its_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    error = decision_rejection(WorkflowUpdateFailedError(ApplicationError(SECRET_TEXT, type="X")))
+
+    assert (error.status, error.code) == (500, "INTERNAL")
+    assert SECRET_TEXT not in error.message and SECRET_TEXT in caplog.text
 
 
 def test_a_run_broken_off_by_temporal_says_so_without_its_text() -> None:

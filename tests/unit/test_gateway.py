@@ -512,7 +512,8 @@ def routes(http: TestClient) -> list[tuple[str, str]]:
     found = []
     for path, operations in http.get("/openapi.json").json()["paths"].items():
         filled = path.replace("{agent_id}", "demo").replace("{thread_id}", "t1")
-        found += [(method.upper(), filled.replace("{run_id}", "r1")) for method in operations]
+        filled = filled.replace("{run_id}", "r1").replace("{interrupt_id}", "i1")
+        found += [(method.upper(), filled) for method in operations]
     return [*found, ("GET", "/openapi.json")]
 
 
@@ -525,6 +526,7 @@ def test_every_route_but_healthz_is_listed_here(http: TestClient) -> None:
         "/threads/t1",
         "/threads/t1/runs/r1/events",
         "/threads/t1/events",
+        "/threads/t1/interrupts/i1/decisions",
         "/interrupts",
         "/metrics",
         "/healthz",
