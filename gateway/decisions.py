@@ -26,10 +26,9 @@ from gateway.errors import (
     temporal_error,
     unknown_thread,
 )
-from gateway.limits import parse_json
+from gateway.limits import parse_json, require_json
 
 # A body is JSON by the same rule as a run's (and a page on another site may not send it).
-from gateway.runs import _require_json as require_json
 from gateway.streaming import thread_handle
 from workflows.models import DecisionRequest, DecisionResult, DecisionStatus
 from workflows.thread import ThreadWorkflow

@@ -166,3 +166,24 @@ class StreamSlots:
             self._open[subject] -= 1
             if not self._open[subject]:
                 del self._open[subject]
+
+
+JSON = "application/json"
+
+
+def require_json(content_type: str | None) -> None:
+    """A 415 unless ``content_type`` is JSON, in UTF-8 if it names a charset: a page on
+    another site can send any body as ``text/plain`` without a CORS preflight, never as
+    ``application/json``."""
+    media_type, *parameters = (content_type or "").split(";")
+    charsets = {
+        value.strip().strip('"').lower()
+        for name, _, value in (parameter.partition("=") for parameter in parameters)
+        if name.strip().lower() == "charset"
+    }
+    if media_type.strip().lower() != JSON or not charsets <= {"utf-8"}:
+        raise ApiError(
+            415,
+            GatewayErrorCode.UNSUPPORTED_MEDIA_TYPE,
+            "The body must be UTF-8 JSON, sent with 'Content-Type: application/json'.",
+        )

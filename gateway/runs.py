@@ -37,7 +37,7 @@ from gateway.errors import (
     thread_read_error,
     unknown_thread,
 )
-from gateway.limits import ID_RULE, id_problems, parse_json
+from gateway.limits import ID_RULE, id_problems, parse_json, require_json
 from gateway.streaming import (
     RunStream,
     attach,
@@ -58,8 +58,6 @@ Streamed = tuple[int | None, BaseEvent]
 Page = list[Streamed]
 """Events that arrived together: the gateway writes them to the client in one chunk."""
 
-
-JSON = "application/json"
 KEEPALIVE = ": keepalive\n\n"
 """An SSE comment: what a stream with nothing to send sends, so proxies keep it open."""
 
@@ -71,7 +69,7 @@ async def _run_input(request: Request) -> RunAgentInput:
     ``text/plain`` without asking the browser's leave (no CORS preflight), never as
     ``application/json``. Its size is capped as it is read (``gateway.edge.BodyLimit``).
     """
-    _require_json(request.headers.get("content-type"))
+    require_json(request.headers.get("content-type"))
     try:
         body: Any = parse_json(await request.body())
     except ValueError as err:
@@ -93,22 +91,6 @@ async def _run_input(request: Request) -> RunAgentInput:
             422, GatewayErrorCode.INVALID_RUN_INPUT, f"Invalid ids. {ID_RULE}", details=problems
         )
     return run_input
-
-
-def _require_json(content_type: str | None) -> None:
-    """A 415 unless ``content_type`` is JSON, in UTF-8 if it names a charset."""
-    media_type, *parameters = (content_type or "").split(";")
-    charsets = {
-        value.strip().strip('"').lower()
-        for name, _, value in (parameter.partition("=") for parameter in parameters)
-        if name.strip().lower() == "charset"
-    }
-    if media_type.strip().lower() != JSON or not charsets <= {"utf-8"}:
-        raise ApiError(
-            415,
-            GatewayErrorCode.UNSUPPORTED_MEDIA_TYPE,
-            "The body must be UTF-8 JSON, sent with 'Content-Type: application/json'.",
-        )
 
 
 RunInputDep = Annotated[RunAgentInput, Depends(_run_input)]

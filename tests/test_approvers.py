@@ -10,6 +10,7 @@ The agent below pays by amount: up to 100 its owner approves; above, one member 
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -385,7 +386,12 @@ async def test_an_edit_is_held_to_the_interrupts_policy(payments: Stack) -> None
     response = await decide(payments.url, thread_id, payment, "carol", FINANCE, payload=lowered)
     assert response.json()["outcome"] == "settled", response.text
     events = await settled_run(payments, thread_id, response.json()["runId"])
-    assert tool_result(events) == '{"paid": 300, "to": "bob"}'
+    # The conversation says what ran: the edit, who made it, and the result.
+    assert json.loads(tool_result(events)) == {
+        "editedArgs": {"payee": "bob", "amount": 300},
+        "editedBy": ["carol"],
+        "result": {"paid": 300, "to": "bob"},
+    }
     audit = (await view(payments, thread_id))["audit"]
     assert [(a["kind"], a["digest"]) for a in audit] == [
         ("decision", digest(300)),
@@ -401,7 +407,11 @@ async def test_an_edit_is_held_to_the_interrupts_policy(payments: Stack) -> None
     assert await view(payments, thread_id) == before
     within = {"approved": True, "editedArgs": {"payee": "bob", "amount": 80}}
     events = await post_run(payments.http, AGENT, resume(thread_id, "r3", entry(small, within)))
-    assert tool_result(events) == '{"paid": 80, "to": "bob"}'
+    assert json.loads(tool_result(events)) == {
+        "editedArgs": {"payee": "bob", "amount": 80},
+        "editedBy": [OWNER],
+        "result": {"paid": 80, "to": "bob"},
+    }
 
 
 async def test_an_approval_of_other_arguments_starts_the_count_again(payments: Stack) -> None:
@@ -416,7 +426,7 @@ async def test_an_approval_of_other_arguments_starts_the_count_again(payments: S
     settled = await decide(payments.url, thread_id, payment, "carol", FINANCE, payload=edited)
     assert settled.json()["decidedBy"] == ["dave", "carol"], settled.text
     events = await settled_run(payments, thread_id, settled.json()["runId"])
-    assert tool_result(events) == '{"paid": 15000, "to": "bob"}'
+    assert json.loads(tool_result(events))["result"] == {"paid": 15000, "to": "bob"}
     audit = (await view(payments, thread_id))["audit"]
     assert [(a["kind"], a["principal"], a["outcome"], a["digest"]) for a in audit] == [
         ("decision", "carol", "superseded", digest(20000)),

@@ -135,6 +135,8 @@ async def ask_approvers(ctx: AgentContext) -> None:
     ctx.say("Done.")
 
 
+ESCALATES_SOON = timedelta(seconds=1)
+"""An escalation due a moment after the question (a policy's delay must be positive)."""
 APPROVING = AgentDefinition(
     name="approving",
     description="Asks a question whose approvers the run's forwardedProps name.",
@@ -175,7 +177,7 @@ async def test_approvers_see_what_they_may_decide_and_owners_what_they_asked(
         escalated = await _ask(
             alice,
             "review",
-            Approvers(users=["dave"], escalation=Escalation(after=timedelta(0), users=["boss"])),
+            Approvers(users=["dave"], escalation=Escalation(after=ESCALATES_SOON, users=["boss"])),
         )
         not_yet = await _ask(
             alice,
@@ -216,6 +218,11 @@ async def test_approvers_see_what_they_may_decide_and_owners_what_they_asked(
             assert await _inbox(bob, role="mine") == {}
             # carol is in no group named: nothing; boss only once escalated.
             assert await _inbox(carol) == {}
+
+            async def escalated_to_boss() -> bool:
+                return set(await _inbox(boss)) == {escalated}
+
+            await eventually(escalated_to_boss, what="the escalation to reach boss's inbox")
             bosses = await _inbox(boss)
             assert set(bosses) == {escalated}
             assert bosses[escalated]["mayDecide"] and not bosses[escalated]["mine"]
