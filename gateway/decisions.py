@@ -26,7 +26,7 @@ from gateway.errors import (
     temporal_error,
     unknown_thread,
 )
-from gateway.limits import parse_json, require_json
+from gateway.limits import json_body
 
 # A body is JSON by the same rule as a run's (and a page on another site may not send it).
 from gateway.streaming import thread_handle
@@ -51,13 +51,7 @@ class DecisionBody(BaseModel):
 
 async def _decision_body(request: Request) -> DecisionBody:
     """The request body as a :class:`DecisionBody`, or a 4xx saying what is wrong."""
-    require_json(request.headers.get("content-type"))
-    try:
-        body: Any = parse_json(await request.body())
-    except ValueError as err:
-        raise ApiError(
-            400, GatewayErrorCode.MALFORMED_JSON, f"The body is not valid JSON: {err}."
-        ) from err
+    body: Any = await json_body(request)
     try:
         return DecisionBody.model_validate(body)
     except ValidationError as err:

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ag_ui.core import AssistantMessage, RunAgentInput, ToolMessage
+from starlette.requests import Request
 
 from gateway.errors import RETRY_AFTER_SECONDS, ApiError, GatewayErrorCode
 
@@ -187,3 +188,16 @@ def require_json(content_type: str | None) -> None:
             GatewayErrorCode.UNSUPPORTED_MEDIA_TYPE,
             "The body must be UTF-8 JSON, sent with 'Content-Type: application/json'.",
         )
+
+
+async def json_body(request: Request) -> Any:
+    """The request's body as JSON: it must say it is (:func:`require_json`) and be strict
+    JSON (:func:`parse_json`), else a 415 or 400. Its size is capped as it is read
+    (``gateway.edge.BodyLimit``)."""
+    require_json(request.headers.get("content-type"))
+    try:
+        return parse_json(await request.body())
+    except ValueError as err:
+        raise ApiError(
+            400, GatewayErrorCode.MALFORMED_JSON, f"The body is not valid JSON: {err}."
+        ) from err

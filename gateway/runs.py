@@ -37,7 +37,7 @@ from gateway.errors import (
     thread_read_error,
     unknown_thread,
 )
-from gateway.limits import ID_RULE, id_problems, parse_json, require_json
+from gateway.limits import ID_RULE, id_problems, json_body
 from gateway.streaming import (
     RunStream,
     attach,
@@ -63,19 +63,9 @@ KEEPALIVE = ": keepalive\n\n"
 
 
 async def _run_input(request: Request) -> RunAgentInput:
-    """The request body as a ``RunAgentInput``, or a 4xx saying what is wrong.
-
-    The body must say it is JSON: a page on another site can send any body as
-    ``text/plain`` without asking the browser's leave (no CORS preflight), never as
-    ``application/json``. Its size is capped as it is read (``gateway.edge.BodyLimit``).
-    """
-    require_json(request.headers.get("content-type"))
-    try:
-        body: Any = parse_json(await request.body())
-    except ValueError as err:
-        raise ApiError(
-            400, GatewayErrorCode.MALFORMED_JSON, f"The body is not valid JSON: {err}."
-        ) from err
+    """The request body (JSON, ``gateway.limits.json_body``) as a ``RunAgentInput``, or
+    a 4xx saying what is wrong."""
+    body: Any = await json_body(request)
     try:
         run_input = RunAgentInput.model_validate(normalise_draft_resume(body))
     except ValidationError as err:
