@@ -10,6 +10,7 @@ The agent below pays by amount: up to 100 its owner approves; above, one member 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
@@ -40,6 +41,7 @@ from tests.helpers import (
     run_input,
     serve_gateway,
     serve_stack,
+    sse_messages,
     start_thread,
     types,
 )
@@ -297,6 +299,30 @@ async def test_the_requester_may_not_approve_and_a_finance_member_decides(
 
     # The owner's next run goes on from there.
     events = await post_run(payments.http, AGENT, run_input(thread_id, "r3", "pay bob 500", "ok"))
+    assert events[-1]["outcome"] == {"type": "success"}
+
+
+async def test_the_owners_chat_sees_a_decision_land_as_it_happens(payments: Stack) -> None:
+    thread_id, (payment,) = await ask(payments, "pay bob 500")
+    (asked,) = (await view(payments, thread_id))["runs"]
+    follow = payments.http.stream(
+        "GET",
+        f"/threads/{thread_id}/events",
+        headers={"Last-Event-ID": str(asked["lastSeq"])},
+        timeout=httpx.Timeout(30, read=None),
+    )
+    async with follow as response:
+        assert response.status_code == 200, response.text
+        messages = sse_messages(response)
+        decided = await decide(payments.url, thread_id, payment, "carol", FINANCE)
+        run_id = decided.json()["runId"]
+        run = [await asyncio.wait_for(anext(messages), 30)]
+        while run[-1][1]["type"] not in ("RUN_FINISHED", "RUN_ERROR"):
+            run.append(await asyncio.wait_for(anext(messages), 30))
+    events = [event for _, event in run]
+    assert_valid_stream(events, thread_id)
+    assert events[0]["runId"] == run_id and int(run[0][0] or 0) == asked["lastSeq"] + 1
+    assert tool_result(events) == '{"paid": 500, "to": "bob"}'
     assert events[-1]["outcome"] == {"type": "success"}
 
 
