@@ -40,6 +40,10 @@ STARTUP_TIMEOUT_SECONDS = 30.0
 
 PRINCIPAL = "bench"
 """Who the bench's clients are: every thread it makes is theirs."""
+STREAMS_PER_PRINCIPAL = 256
+"""The gateway's ``AGUI_MAX_STREAMS_PER_PRINCIPAL`` for the bench: its one principal
+stands for every client it simulates (up to 64 at once), which the default (32, one
+person's browser tabs) would answer with 429."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,9 @@ async def running_stack(agents: Sequence[AgentDefinition]) -> AsyncIterator[Stac
     try:
         secret = secrets.token_urlsafe(32)
         settings = Settings(
-            task_queue=f"bench-engine-{uuid.uuid4()}", auth_hs256_secret=SecretStr(secret)
+            task_queue=f"bench-engine-{uuid.uuid4()}",
+            auth_hs256_secret=SecretStr(secret),
+            max_streams_per_principal=STREAMS_PER_PRINCIPAL,
         )
         headers = {"Authorization": f"Bearer {mint(secret, PRINCIPAL, settings=settings)}"}
         bench_task_queue = f"bench-own-{uuid.uuid4()}"
