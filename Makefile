@@ -27,7 +27,12 @@ $(NODE_INSTALLED): tests/node/package-lock.json
 run: $(INSTALLED)
 	$(BIN)/python scripts/run.py
 
-test: $(INSTALLED) $(NODE_INSTALLED)
+# Debian's Chromium, which the inbox page's browser tests drive.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	scripts/install-chromium
+
+test: $(INSTALLED) $(NODE_INSTALLED) $(CHROMIUM)
 	$(BIN)/python -m pytest
 
 # The unit tier alone: no Temporal server, no network, seconds.

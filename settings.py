@@ -108,6 +108,28 @@ class Settings(BaseSettings):
     auth_anonymous: bool = False
     """Gateway: with no way to verify tokens configured, let requests in without one,
     all as ``anonymous``. For local experiments only; the gateway warns at start."""
+    oidc_issuer: str | None = None
+    """Gateway: the OIDC provider people sign in to the inbox page with (its issuer URL,
+    whose ``/.well-known/openid-configuration`` it reads); with ``oidc_client_id``."""
+    oidc_client_id: str | None = None
+    """Gateway: the inbox page's client id at that provider."""
+    oidc_client_secret: SecretStr | None = None
+    """Gateway: that client's secret; unset for a public client (PKCE alone)."""
+    oidc_scopes: str = "openid profile"
+    """Gateway: the scopes the sign-in asks for; the ID token must carry the principal's
+    groups in ``auth_groups_claim`` (add the provider's groups scope here if it needs one)."""
+    public_url: str | None = None
+    """Gateway: the address browsers reach it at (``https://agents.example.com``), for the
+    sign-in's redirect URI and ``Secure`` cookies; unset, the request's own address."""
+    session_secret: SecretStr | None = None
+    """Gateway: the key signing the inbox page's session cookies (at least 32 characters),
+    the same on every replica; unset, each gateway process makes its own, so sessions end
+    when it restarts."""
+    session_ttl_seconds: int = Field(default=8 * 3600, ge=60)
+    """Gateway: how long an inbox sign-in lasts."""
+    inbox_dev_signin: bool = False
+    """Gateway: let anyone sign in to the inbox page as any user and groups they type, for
+    development (``make run`` with its development secret turns it on). Never in production."""
     max_body_bytes: int = Field(default=MAX_BODY_BYTES, ge=1)
     """Gateway: the largest request body it reads; a larger one is a 413."""
     allowed_hosts: Annotated[tuple[str, ...], NoDecode] = ()

@@ -23,6 +23,7 @@ from gateway.errors import (
 )
 from gateway.limits import StreamSlots
 from gateway.metrics import GatewayMetrics, RequestCounter
+from gateway.session import Sessions
 from settings import Settings, connect
 from workflows.sdk.agent import AgentDefinition
 from workflows.served import by_name
@@ -87,6 +88,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.auth = auth
+    app.state.sessions = Sessions(settings)
     app.state.metrics = metrics
     app.state.agents = by_name(agents)
     app.state.streams = StreamSlots(settings.max_streams_per_principal)

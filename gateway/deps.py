@@ -1,7 +1,7 @@
 """What the routes depend on, as FastAPI dependencies: the Temporal client, the settings,
 the metrics and the agents served, which ``create_app`` sets on the app, the principal
-each request's bearer token names, a slot among the principal's open streams, and the
-ids in paths."""
+each request's bearer token (or the inbox page's session cookie) names, a slot among the
+principal's open streams, and the ids in paths."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from gateway.auth import Authenticator, Principal
 from gateway.errors import ApiError, GatewayErrorCode
 from gateway.limits import ID_PATTERN, StreamSlots
 from gateway.metrics import GatewayMetrics
+from gateway.session import SESSION_COOKIE, Sessions, check_csrf
 from settings import Settings
 from workflows.sdk.agent import AgentDefinition
 
@@ -55,6 +56,14 @@ async def _principal(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
 ) -> Principal:
     auth: Authenticator = request.app.state.auth
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if credentials is None and cookie:
+        # The inbox page: signed in with a session cookie, its changes CSRF-checked.
+        sessions: Sessions = request.app.state.sessions
+        session = sessions.read(cookie)
+        check_csrf(request, session)
+        settings: Settings = request.app.state.settings
+        return session.principal(settings.auth_admin_group)
     return await auth.principal(credentials.credentials if credentials else None)
 
 
@@ -63,8 +72,10 @@ SettingsDep = Annotated[Settings, Depends(_settings)]
 MetricsDep = Annotated[GatewayMetrics, Depends(_metrics)]
 AgentsDep = Annotated[Agents, Depends(_agents)]
 PrincipalDep = Annotated[Principal, Depends(_principal)]
-"""Who sent the request; a 401 without a valid token. A router that depends on it (as
-every router but ``GET /healthz``'s does) has every route authenticated."""
+"""Who sent the request: the bearer token's principal or, without one, the session
+cookie's (a 403 for its state-changing request without the CSRF token); a 401 without
+either valid. A router that depends on it (as every router but ``GET /healthz``'s does)
+has every route authenticated."""
 AUTHENTICATED = [Depends(_principal)]
 """Router dependencies: every route of the router needs a valid token."""
 

@@ -1,18 +1,20 @@
-"""Fixtures: for the session, one real Temporal dev server, worker and gateway; per
-test, a time-skipping test server, a local HTTP receiver, or a local chat-completions
-server with an agent whose model it is."""
+"""Fixtures: for the session, one real Temporal dev server, worker and gateway, and a
+headless Chromium; per test, a time-skipping test server, a local HTTP receiver, or a
+local chat-completions server with an agent whose model it is."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from playwright.async_api import Browser
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities.openai_chat import OpenAIModel
 from activities.tooling import tool
+from tests.browser import chromium
 from tests.chat_server import ChatServer
 from tests.helpers import TEST_SERVER, Stack, serve_stack, start_dev_server
 from tests.receiver import Receiver
@@ -40,6 +42,13 @@ def client(temporal: WorkflowEnvironment) -> Client:
 async def stack(client: Client) -> AsyncIterator[Stack]:
     """A worker and a gateway (real HTTP on loopback) on the session server."""
     async with serve_stack(client) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+async def browser() -> AsyncIterator[Browser]:
+    """A headless Chromium for the session; each test opens contexts of its own."""
+    async with chromium() as running:
         yield running
 
 
