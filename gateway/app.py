@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from temporalio.client import Client
 
-from gateway import agents, decisions, ops, runs, threads
+from gateway import agents, decisions, ops, runs, signin, threads
 from gateway.auth import Authenticator
 from gateway.edge import AllowedHosts, BodyLimit, Cors, InternalErrors
 from gateway.errors import (
@@ -30,7 +30,14 @@ from workflows.served import by_name
 
 logger = logging.getLogger(__name__)
 
-ROUTERS = (runs.router, agents.router, threads.router, decisions.router, ops.router)
+ROUTERS = (
+    runs.router,
+    agents.router,
+    threads.router,
+    decisions.router,
+    signin.router,
+    ops.router,
+)
 """Every route of the gateway, by what it owns."""
 KEYS_TIMEOUT_SECONDS = 5.0
 """How long fetching the identity provider's keys may take."""
