@@ -178,15 +178,15 @@ async def list_interrupts(
         for interrupt in await _interrupts(execution):
             if reason is not None and interrupt.reason != reason:
                 continue
-            may_decide = _may_decide(interrupt, principal, mine, now)
-            if _in_role(role, may_decide, mine, principal.admin):
+            decides = may_decide(interrupt, principal, mine, now)
+            if _in_role(role, decides, mine, principal.admin):
                 items.append(
                     InboxItem(
                         thread_id=_thread_id(execution),
                         agent=agent,
                         interrupt=interrupt,
                         owner=owner,
-                        may_decide=may_decide,
+                        may_decide=decides,
                         mine=mine,
                     )
                 )
@@ -214,7 +214,7 @@ def _in_role(role: InboxRole | None, may_decide: bool, mine: bool, admin: bool) 
     return may_decide or mine or admin
 
 
-def _may_decide(interrupt: Interrupt, principal: Principal, mine: bool, now: datetime) -> bool:
+def may_decide(interrupt: Interrupt, principal: Principal, mine: bool, now: datetime) -> bool:
     """Whether ``principal`` may decide ``interrupt`` at ``now``: as its approvers say,
     or, for an interrupt that names none (or none that parse), when it is theirs."""
     try:

@@ -1,5 +1,5 @@
-"""Threads and their open interrupts: ``GET /threads``, ``GET /threads/{thread_id}`` and
-the approval inbox ``GET /interrupts``."""
+"""Threads and their open interrupts: ``GET /threads``, ``GET /threads/{thread_id}``, the
+approval inbox ``GET /interrupts`` and one interrupt as its approvers see it."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Annotated
 
+from ag_ui.core import Interrupt, Message
 from fastapi import APIRouter, Query
 
 from gateway.auth import Principal, may_read
@@ -16,6 +17,7 @@ from gateway.deps import (
     Agents,
     AgentsDep,
     ClientDep,
+    InterruptIdPath,
     PrincipalDep,
     SettingsDep,
     ThreadIdPath,
@@ -37,14 +39,35 @@ from gateway.inbox import (
     approver_entries,
     list_interrupts,
     list_threads,
+    may_decide,
     thread_query,
 )
 from gateway.streaming import thread_handle
 from settings import Settings
-from workflows.models import ThreadStatus, ThreadView
+from workflows.models import AuditRecord, Model, ThreadStatus, ThreadView
 from workflows.thread import ThreadWorkflow
 
 router = APIRouter(dependencies=AUTHENTICATED)
+
+
+class InterruptView(Model):
+    """One interrupt as ``GET /threads/{thread_id}/interrupts/{interrupt_id}`` shows it to
+    the people who may decide it: what they need to decide it, and what came of it."""
+
+    thread_id: str
+    agent: str
+    owner: str
+    """Who asked: the thread's owner."""
+    open: bool
+    """Whether it still waits for a decision."""
+    interrupt: Interrupt | None
+    """The interrupt, with its approvals so far, while it is open."""
+    may_decide: bool
+    """Whether the caller may decide it now."""
+    messages: list[Message]
+    """The conversation up to the question, while it is open."""
+    audit: list[AuditRecord]
+    """The thread's audit records about it: who decided what, and when."""
 
 
 @router.get("/threads")
@@ -108,6 +131,38 @@ async def thread(thread_id: ThreadIdPath, principal: PrincipalDep, client: Clien
     if not may_read(principal, view.owner):
         raise unknown_thread(thread_id)
     return view
+
+
+@router.get("/threads/{thread_id}/interrupts/{interrupt_id}")
+async def interrupt(
+    thread_id: ThreadIdPath,
+    interrupt_id: InterruptIdPath,
+    principal: PrincipalDep,
+    client: ClientDep,
+) -> InterruptView:
+    """One interrupt, for the thread's owner and admins, whoever may decide it now and
+    whoever decided it; to anyone else, the thread does not exist."""
+    try:
+        thread = await thread_handle(client, thread_id).query(ThreadWorkflow.view)
+    except TEMPORAL_ERRORS as err:
+        raise thread_read_error(thread_id, err) from err
+    asked = next((each for each in thread.interrupts if each.id == interrupt_id), None)
+    audit = [record for record in thread.audit if record.interrupt_id == interrupt_id]
+    mine = principal.subject == thread.owner
+    decides = asked is not None and may_decide(asked, principal, mine, datetime.now(UTC))
+    decided = any(record.principal == principal.subject for record in audit)
+    if not (may_read(principal, thread.owner) or decides or decided):
+        raise unknown_thread(thread_id)
+    return InterruptView(
+        thread_id=thread.thread_id,
+        agent=thread.agent,
+        owner=thread.owner,
+        open=asked is not None,
+        interrupt=asked,
+        may_decide=decides,
+        messages=thread.messages if asked is not None else [],
+        audit=audit,
+    )
 
 
 def _visibility_query(

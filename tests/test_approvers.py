@@ -302,6 +302,54 @@ async def test_the_requester_may_not_approve_and_a_finance_member_decides(
     assert events[-1]["outcome"] == {"type": "success"}
 
 
+async def interrupt_view(
+    url: str, thread_id: str, interrupt: dict[str, Any], subject: str, groups: Sequence[str] = ()
+) -> httpx.Response:
+    """``GET /threads/{thread_id}/interrupts/{interrupt_id}`` as ``subject``."""
+    async with httpx.AsyncClient(base_url=url, headers=bearer(subject, groups), timeout=30) as http:
+        return await http.get(f"/threads/{thread_id}/interrupts/{interrupt['id']}")
+
+
+async def test_an_interrupt_shows_its_approvers_the_question_and_then_its_outcome(
+    payments: Stack,
+) -> None:
+    thread_id, (payment,) = await ask(payments, "pay bob 500")
+
+    # Whoever may decide it sees the conversation up to the question; the owner sees
+    # it too, though the policy excludes them from deciding.
+    carol = await interrupt_view(payments.url, thread_id, payment, "carol", FINANCE)
+    assert carol.status_code == 200, carol.text
+    shown = carol.json()
+    assert (shown["threadId"], shown["agent"], shown["owner"]) == (thread_id, AGENT, OWNER)
+    assert (shown["open"], shown["mayDecide"], shown["audit"]) == (True, True, [])
+    assert shown["interrupt"]["id"] == payment["id"]
+    assert approvers(shown["interrupt"])["groups"] == FINANCE
+    assert [m["role"] for m in shown["messages"]] == ["user", "assistant"]
+    assert shown["messages"][0]["content"] == "pay bob 500"
+    owners = (await interrupt_view(payments.url, thread_id, payment, OWNER)).json()
+    assert (owners["open"], owners["mayDecide"]) == (True, False)
+    # Anyone else: no such thread, as for a thread that does not exist.
+    erin = await interrupt_view(payments.url, thread_id, payment, "erin", ["ops"])
+    assert erin.status_code == 404
+    assert erin.json()["error"]["code"] == "UNKNOWN_THREAD"
+
+    decided = await decide(payments.url, thread_id, payment, "carol", FINANCE)
+    assert decided.status_code == 200, decided.text
+    await settled_run(payments, thread_id, decided.json()["runId"])
+
+    # Settled: who decided sees the outcome, no longer the conversation.
+    after = (await interrupt_view(payments.url, thread_id, payment, "carol", FINANCE)).json()
+    assert (after["open"], after["mayDecide"], after["messages"]) == (False, False, [])
+    assert after["interrupt"] is None
+    assert [(a["kind"], a["principal"], a["status"], a["approved"]) for a in after["audit"]] == [
+        ("decision", "carol", "resolved", True),
+        ("permit", None, None, None),
+    ]
+    # Another finance member who did not decide it may no longer see it.
+    dave = await interrupt_view(payments.url, thread_id, payment, "dave", FINANCE)
+    assert dave.status_code == 404
+
+
 async def test_the_owners_chat_sees_a_decision_land_as_it_happens(payments: Stack) -> None:
     thread_id, (payment,) = await ask(payments, "pay bob 500")
     (asked,) = (await view(payments, thread_id))["runs"]

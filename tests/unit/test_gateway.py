@@ -526,6 +526,7 @@ def test_every_route_but_healthz_is_listed_here(http: TestClient) -> None:
         "/threads/t1",
         "/threads/t1/runs/r1/events",
         "/threads/t1/events",
+        "/threads/t1/interrupts/i1",
         "/threads/t1/interrupts/i1/decisions",
         "/interrupts",
         "/metrics",

@@ -25,11 +25,11 @@ from gateway.inbox import (
     _cursor_key,
     _in_role,
     _is_owner,
-    _may_decide,
     _sort_key,
     _token,
     _token_bytes,
     approver_entries,
+    may_decide,
     thread_query,
 )
 from workflows import budgets, search_attributes, visibility
@@ -344,11 +344,11 @@ def test_an_interrupt_naming_no_approvers_is_its_owners_to_decide() -> None:
     alice = Principal("alice", frozenset({"finance"}), admin=False)
     admin = Principal("root", frozenset({"agui-admins"}), admin=True)
 
-    assert _may_decide(asking(None), alice, mine=True, now=NOW)
-    assert not _may_decide(asking(None), alice, mine=False, now=NOW)
-    assert not _may_decide(asking(None), admin, mine=False, now=NOW)
+    assert may_decide(asking(None), alice, mine=True, now=NOW)
+    assert not may_decide(asking(None), alice, mine=False, now=NOW)
+    assert not may_decide(asking(None), admin, mine=False, now=NOW)
     # A view that does not parse names nobody: the owner decides.
-    assert _may_decide(asking({"users": 3}), alice, mine=True, now=NOW)
+    assert may_decide(asking({"users": 3}), alice, mine=True, now=NOW)
 
 
 def test_an_interrupt_naming_approvers_is_theirs_to_decide_as_its_view_says() -> None:
@@ -359,11 +359,11 @@ def test_an_interrupt_naming_approvers_is_theirs_to_decide_as_its_view_says() ->
     finance = asking(ApproversView(users=[], groups=["finance"], escalation=escalation))
     separated = asking(ApproversView(users=["bob"], exclude_requester=True))
 
-    assert _may_decide(finance, bob, mine=False, now=NOW)
-    assert not _may_decide(finance, carol, mine=False, now=NOW)
-    assert not _may_decide(finance, boss, mine=False, now=NOW)
-    assert _may_decide(finance, boss, mine=False, now=NOW + timedelta(hours=1))
-    assert not _may_decide(separated, bob, mine=True, now=NOW)
+    assert may_decide(finance, bob, mine=False, now=NOW)
+    assert not may_decide(finance, carol, mine=False, now=NOW)
+    assert not may_decide(finance, boss, mine=False, now=NOW)
+    assert may_decide(finance, boss, mine=False, now=NOW + timedelta(hours=1))
+    assert not may_decide(separated, bob, mine=True, now=NOW)
 
 
 @pytest.mark.parametrize(
