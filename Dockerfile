@@ -4,6 +4,12 @@
 # Configuration comes from the environment only: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 # TEMPORAL_API_KEY, TEMPORAL_TLS* and the AGUI_* variables of settings.Settings.
 
+# --- web: the inbox page's browser libraries, from npm as the lock file pins them
+FROM node:20-slim AS web
+WORKDIR /web
+COPY gateway/web/package.json gateway/web/package-lock.json ./
+RUN npm ci --no-audit --no-fund
+
 # --- build: install the project and its runtime dependencies (no test extras) into a venv
 FROM python:3.11-slim AS build
 
@@ -19,6 +25,9 @@ COPY pyproject.toml README.md settings.py worker.py logs.py tracing.py ./
 COPY workflows ./workflows
 COPY activities ./activities
 COPY gateway ./gateway
+# Only the file the gateway serves (gateway/page.py VENDOR); pip installs it as package data.
+COPY --from=web /web/node_modules/@json-editor/json-editor/dist/jsoneditor.js \
+    ./gateway/web/node_modules/@json-editor/json-editor/dist/jsoneditor.js
 RUN pip install . \
     && cd / && python -c "import settings, worker, gateway.app"
 

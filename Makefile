@@ -1,17 +1,20 @@
 # The README's two promises: `make run` runs the system, `make test` runs the tests.
 # Both create .venv/ and install the project into it first (once, and again whenever
-# pyproject.toml changes). Only `make test` needs Node >= 20: it also installs the official
-# AG-UI client into tests/node/ (again whenever its lock file changes).
+# pyproject.toml changes). Both need Node >= 20: both install the inbox page's browser
+# libraries into gateway/web/ (the gateway serves them at /inbox), and `make test` also
+# installs the official AG-UI client into tests/node/ (each again whenever its lock file
+# changes).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 NODE_INSTALLED := tests/node/node_modules/.installed
+WEB_INSTALLED := gateway/web/node_modules/.installed
 
-.PHONY: run test unit install bench lint histories
+.PHONY: run test unit install bench lint histories screenshots
 
-install: $(INSTALLED) $(NODE_INSTALLED)
+install: $(INSTALLED) $(NODE_INSTALLED) $(WEB_INSTALLED)
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +27,13 @@ $(NODE_INSTALLED): tests/node/package-lock.json
 	npm ci --prefix tests/node --no-audit --no-fund --silent
 	touch $(NODE_INSTALLED)
 
-run: $(INSTALLED)
+# The inbox page's browser libraries (json-editor), pinned by the lock file; the gateway
+# serves an allowlist of their files, so nothing loads from a CDN.
+$(WEB_INSTALLED): gateway/web/package-lock.json
+	npm ci --prefix gateway/web --no-audit --no-fund --silent
+	touch $(WEB_INSTALLED)
+
+run: $(INSTALLED) $(WEB_INSTALLED)
 	$(BIN)/python scripts/run.py
 
 # Debian's Chromium, which the inbox page's browser tests drive.
@@ -32,8 +41,12 @@ CHROMIUM := /usr/bin/chromium
 $(CHROMIUM):
 	scripts/install-chromium
 
-test: $(INSTALLED) $(NODE_INSTALLED) $(CHROMIUM)
+test: $(INSTALLED) $(NODE_INSTALLED) $(WEB_INSTALLED) $(CHROMIUM)
 	$(BIN)/python -m pytest
+
+# The inbox page's screenshots in docs/, taken by its browser tests.
+screenshots: $(INSTALLED) $(WEB_INSTALLED) $(CHROMIUM)
+	AGUI_SCREENSHOTS=docs $(BIN)/python -m pytest tests/test_inbox_page.py -q
 
 # The unit tier alone: no Temporal server, no network, seconds.
 unit: $(INSTALLED)

@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from temporalio.client import Client
 
-from gateway import agents, decisions, ops, runs, signin, threads
+from gateway import agents, decisions, ops, page, runs, signin, threads
 from gateway.auth import Authenticator
 from gateway.edge import AllowedHosts, BodyLimit, Cors, InternalErrors
 from gateway.errors import (
@@ -36,6 +36,7 @@ ROUTERS = (
     threads.router,
     decisions.router,
     signin.router,
+    page.router,
     ops.router,
 )
 """Every route of the gateway, by what it owns."""
