@@ -51,7 +51,9 @@ class Opened:
         page.on("request", self._seen)
 
     def _logged(self, message: ConsoleMessage) -> None:
-        if message.type == "error":
+        # Chromium logs every 4xx; a refused decision is one the page handles.
+        refused = "/decisions" in message.location.get("url", "")
+        if message.type == "error" and not refused:
             self.problems.append(f"{message.text} ({message.location.get('url')})")
 
     def _seen(self, request: Request) -> None:
@@ -199,6 +201,25 @@ async def test_a_finance_approver_edits_a_payment_within_policy_and_the_owner_se
     # The owner's own tab says what came of it, by itself.
     await expect(row(alice, thread_id)).to_contain_text("Approved by bob", timeout=SETTLE_SECONDS)
     await expect(row(alice, thread_id)).to_have_attribute("data-interrupt", payment["id"])
+
+
+async def test_a_gateway_refusal_is_said_in_words_next_to_the_button(
+    stack: Stack, browser: Browser, opened: list[Opened]
+) -> None:
+    thread_id, payment = await ask(stack, "payments", "pay 500 to ACME")
+    bob = await open_inbox(browser, stack, opened, "bob", FINANCE, detail(thread_id, payment))
+    await bob.get_by_role("button", name="Edit arguments").click()
+    await bob.locator('#edit-form [name="root[amount]"]').fill("50000")
+    await bob.get_by_role("button", name="Review changes").click()
+    await bob.get_by_role("button", name="Approve with these changes").click()
+
+    refusal = bob.locator("#review-panel > [role=alert]")
+    await expect(refusal).to_have_text(
+        "These changes need a stricter approval than this request has."
+    )
+    # Still open, and still decidable as proposed.
+    await bob.get_by_role("button", name="Approve", exact=True).click()
+    await expect(bob.get_by_role("status")).to_contain_text("Settled")
 
 
 async def test_two_of_finance_approve_a_large_payment_from_two_browsers(

@@ -13,7 +13,6 @@ import {
   deadlineText,
   outcomeText,
   reasonText,
-  secondsLeft,
   when,
 } from './format.js';
 import { POLL_MILLISECONDS } from './list.js';
@@ -344,11 +343,9 @@ function diffTable(diff) {
 }
 
 function outcome(view, interrupt) {
-  const expiresAt = interrupt ? interrupt.expiresAt : null;
-  const left = secondsLeft(expiresAt);
   return h('section', { class: 'outcome', 'aria-labelledby': 'outcome-title' },
     h('h3', { id: 'outcome-title' }, 'Outcome'),
-    h('p', { class: 'outcome-text' }, outcomeText(view.audit, left !== null && left <= 0 ? expiresAt : null)));
+    h('p', { class: 'outcome-text' }, outcomeText(view.audit, interrupt ? interrupt.expiresAt : null)));
 }
 
 function audit(records) {
