@@ -233,7 +233,7 @@ class OidcClient:
     async def _get_json(self, url: str) -> dict[str, Any]:
         try:
             # No token of anyone's on the provider's public documents.
-            response = await self._oauth.get(url, withhold_token=True)
+            response = await self._oauth.request("GET", url, withhold_token=True)
             response.raise_for_status()
             document = response.json()
         except (httpx2.HTTPError, ValueError) as error:
