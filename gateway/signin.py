@@ -191,7 +191,7 @@ async def callback(
     pending_cookie = request.cookies.get(PENDING_COOKIE)
     if error is not None:
         # The provider's error code only: its description may echo request parameters.
-        logger.warning("sign-in refused by the provider: %.64s", error)
+        logger.warning("sign-in refused by the provider: %.64r", error)
         return _failed(request, "The sign-in service did not sign you in.", 400)
     try:
         claims = _sessions(request).verify(pending_cookie or "", PENDING_AUDIENCE)
