@@ -122,8 +122,10 @@ def _oidc(request: Request) -> OidcClient | None:
 
 
 def _dev_signin(request: Request) -> bool:
+    """Whether the development sign-in is on: never beside a provider, whose sign-in
+    it would bypass."""
     settings: Settings = request.app.state.settings
-    return settings.inbox_dev_signin
+    return settings.inbox_dev_signin and _oidc(request) is None
 
 
 def _signed_in(request: Request, subject: str, groups: list[str], next_path: str) -> Response:

@@ -329,6 +329,16 @@ async def test_development_sign_in_is_off_unless_turned_on(signin: SignIn) -> No
         )
         assert refused.status_code == 404
         assert SESSION_COOKIE not in refused.cookies
+    async with serve_stack(
+        None,
+        oidc_issuer=signin.provider.issuer,
+        oidc_client_id=CLIENT_ID,
+        inbox_dev_signin=True,
+        session_secret=TEST_SESSION_SECRET,
+    ) as both:
+        # Never beside a provider: it would bypass the provider's sign-in.
+        refused = await both.http.post("/inbox/auth/dev", data={"user": "mallory"})
+        assert refused.status_code == 404
     async with serve_stack(None, session_secret=TEST_SESSION_SECRET) as bare:
         page = await bare.http.get("/inbox/login")
         assert page.status_code == 404
