@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import httpx
 from fastapi import FastAPI
@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from temporalio.client import Client
 
-from gateway import agents, decisions, ops, page, runs, signin, threads
+from gateway import agents, decisions, oidc, ops, page, runs, signin, threads
 from gateway.auth import Authenticator
 from gateway.edge import AllowedHosts, BodyLimit, Cors, InternalErrors
 from gateway.errors import (
@@ -42,6 +42,11 @@ ROUTERS = (
 """Every route of the gateway, by what it owns."""
 KEYS_TIMEOUT_SECONDS = 5.0
 """How long fetching the identity provider's keys may take."""
+EPHEMERAL_SESSIONS_WARNING = (
+    "AGUI_SESSION_SECRET is unset: inbox sessions end when this gateway restarts, and a "
+    "session signed by one replica is refused by the others. Set it (32+ characters, the "
+    "same on every replica)."
+)
 ANONYMOUS_WARNING = (
     "AUTHENTICATION IS OFF (AGUI_AUTH_ANONYMOUS=true): anyone who can reach this gateway "
     "can read and answer every thread. Use this for a local experiment only."
@@ -64,7 +69,8 @@ def create_app(
 
     Raises:
         ValueError: Two agents share a name.
-        AuthConfigError: The settings name no way to verify tokens (``gateway.auth``).
+        AuthConfigError: The settings name no way to verify tokens (``gateway.auth``),
+            or half of the inbox page's OIDC client (``gateway.oidc``).
     """
     metrics = GatewayMetrics()
     settings = settings or Settings()
@@ -73,10 +79,17 @@ def create_app(
     auth = Authenticator(settings, keys_http)
     if auth.anonymous:
         logger.warning(ANONYMOUS_WARNING)
+    # The inbox page's sign-in talks to the provider with a client of the app's own too.
+    provider = oidc.OidcClient(settings) if oidc.configured(settings) else None
+    if (provider or settings.inbox_dev_signin) and settings.session_secret is None:
+        logger.warning(EPHEMERAL_SESSIONS_WARNING)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with keys_http:
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(keys_http)
+            if provider is not None:
+                await stack.enter_async_context(provider)
             if client is not None:
                 app.state.client = client
                 yield
@@ -97,6 +110,7 @@ def create_app(
     app.state.settings = settings
     app.state.auth = auth
     app.state.sessions = Sessions(settings)
+    app.state.oidc = provider
     app.state.metrics = metrics
     app.state.agents = by_name(agents)
     app.state.streams = StreamSlots(settings.max_streams_per_principal)

@@ -19,18 +19,31 @@ import jwt
 
 from settings import Settings
 
-DEV_SECRET = Path(__file__).resolve().parent.parent / ".data" / "dev-secret"
+DATA = Path(__file__).resolve().parent.parent / ".data"
+DEV_SECRET = DATA / "dev-secret"
 """The development secret of ``make run``, made on its first start, readable by its owner."""
+DEV_SESSION_SECRET = DATA / "session-secret"
+"""The key ``make run``'s gateway signs inbox sessions with, kept like the development
+secret so a restart does not sign everyone out."""
 DEFAULT_TTL_SECONDS = 12 * 3600
 
 
 def dev_secret() -> str:
     """The development secret, made (owner-only) if there is none yet."""
-    if not DEV_SECRET.exists():
-        DEV_SECRET.parent.mkdir(exist_ok=True)
-        DEV_SECRET.touch(mode=0o600)
-        DEV_SECRET.write_text(secrets.token_urlsafe(32))
-    return DEV_SECRET.read_text().strip()
+    return _kept_secret(DEV_SECRET)
+
+
+def dev_session_secret() -> str:
+    """The development session secret, made (owner-only) if there is none yet."""
+    return _kept_secret(DEV_SESSION_SECRET)
+
+
+def _kept_secret(path: Path) -> str:
+    if not path.exists():
+        path.parent.mkdir(exist_ok=True)
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(32))
+    return path.read_text().strip()
 
 
 def mint(

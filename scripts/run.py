@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from gateway.tokens import DEV_SECRET, dev_secret
+from gateway.tokens import DEV_SECRET, dev_secret, dev_session_secret
 from settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -175,12 +175,19 @@ def authentication(settings: Settings, env: dict[str, str]) -> list[str]:
 
     With no way configured, the gateway verifies tokens signed with the development
     secret (made in ``.data/dev-secret`` on the first start), so ``make run`` needs no
-    setup and still lets nobody in without a token. Returns the lines to show.
+    setup and still lets nobody in without a token; and the inbox page lets anyone sign
+    in as any user and groups (``AGUI_INBOX_DEV_SIGNIN``), with sessions signed by a
+    secret kept in ``.data/session-secret`` so they outlive a restart. Returns the lines
+    to show.
     """
     configured = settings.auth_jwks_url or settings.auth_hs256_secret or settings.auth_anonymous
     if configured:
         return []
     env["AGUI_AUTH_HS256_SECRET"] = dev_secret()
+    if not settings.oidc_issuer:
+        env["AGUI_INBOX_DEV_SIGNIN"] = "true"
+        if settings.session_secret is None:
+            env["AGUI_SESSION_SECRET"] = dev_session_secret()
     return [
         f"  Auth            tokens signed with the development secret ({DEV_SECRET})",
         "  A token:        TOKEN=$(.venv/bin/python -m gateway.tokens --sub alice)",
@@ -189,9 +196,22 @@ def authentication(settings: Settings, env: dict[str, str]) -> list[str]:
     ]
 
 
+def inbox(settings: Settings, env: dict[str, str]) -> str:
+    """The line saying where the inbox page is, and how people sign in to it."""
+    address = f"{settings.public_url or f'http://localhost:{settings.gateway_port}'}/inbox"
+    if settings.oidc_issuer:
+        how = f"sign-in with {settings.oidc_issuer}"
+    elif settings.inbox_dev_signin or env.get("AGUI_INBOX_DEV_SIGNIN") == "true":
+        how = "development sign-in: any user and groups"
+    else:
+        how = "sign-in not configured: AGUI_OIDC_ISSUER, docs/operations.md"
+    return f"  Inbox           {address}  ({how})"
+
+
 async def main(settings: Settings, embedded: bool) -> None:
     env = dict(os.environ)
     auth_lines = authentication(settings, env)
+    inbox_line = inbox(settings, env)
     services: list[Service] = []
     if embedded:
         DATA.mkdir(exist_ok=True)
@@ -243,6 +263,7 @@ async def main(settings: Settings, embedded: bool) -> None:
         else:
             log(f"  Temporal        {env['TEMPORAL_ADDRESS']} (external)")
         log(f"  Gateway         http://localhost:{gateway_port}  (agents: GET /agents)")
+        log(inbox_line)
         for line in auth_lines:
             log(line)
         log("Ctrl-C stops everything.")

@@ -1,8 +1,10 @@
 """``make run``: its launcher (``scripts/run.py``) refuses a taken port before it starts
-anything, and the target installs nothing from npm."""
+anything, sets up development sign-in and says where the inbox is, and the target
+installs nothing from npm."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -12,13 +14,31 @@ import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+
+from gateway import tokens
+from settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 PORT_VARIABLES = ("AGUI_TEMPORAL_PORT", "AGUI_TEMPORAL_UI_PORT", "AGUI_GATEWAY_PORT")
 EXIT_TIMEOUT_SECONDS = 10.0
 """How long the launcher may take to refuse (it imports the settings, then checks)."""
+
+
+@pytest.fixture
+def launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """``scripts/run.py`` as a module, keeping its development secrets in ``tmp_path``."""
+    monkeypatch.setattr(tokens, "DEV_SECRET", tmp_path / "dev-secret")
+    monkeypatch.setattr(tokens, "DEV_SESSION_SECRET", tmp_path / "session-secret")
+    spec = importlib.util.spec_from_file_location("run_script", ROOT / "scripts" / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Registered, as an imported module is: its dataclasses look themselves up there.
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
 
 
 @contextmanager
@@ -123,3 +143,40 @@ def test_make_run_needs_no_node() -> None:
         assert "pip install" in commands
         assert "npm" not in commands, f"make {target} runs npm:\n{commands}"
     assert "npm ci" in recipes("test")
+
+
+def test_with_the_development_secret_anyone_signs_in_to_the_inbox_across_restarts(
+    launcher: ModuleType, tmp_path: Path
+) -> None:
+    settings = Settings(gateway_port=8123)
+    env: dict[str, str] = {}
+    launcher.authentication(settings, env)
+
+    assert env["AGUI_INBOX_DEV_SIGNIN"] == "true"
+    session_secret = env["AGUI_SESSION_SECRET"]
+    assert len(session_secret) >= 32
+    assert session_secret != env["AGUI_AUTH_HS256_SECRET"]
+    assert (tmp_path / "session-secret").stat().st_mode & 0o077 == 0
+    assert launcher.inbox(settings, env) == (
+        "  Inbox           http://localhost:8123/inbox  (development sign-in: any user and groups)"
+    )
+    # The next start signs sessions with the same secret: nobody is signed out.
+    again: dict[str, str] = {}
+    launcher.authentication(settings, again)
+    assert again["AGUI_SESSION_SECRET"] == session_secret
+
+
+def test_with_a_provider_or_real_tokens_there_is_no_development_sign_in(
+    launcher: ModuleType,
+) -> None:
+    oidc = Settings(oidc_issuer="https://idp.example", oidc_client_id="agui-inbox")
+    env: dict[str, str] = {}
+    launcher.authentication(oidc, env)
+    assert "AGUI_INBOX_DEV_SIGNIN" not in env and "AGUI_SESSION_SECRET" not in env
+    assert launcher.inbox(oidc, env).endswith("/inbox  (sign-in with https://idp.example)")
+
+    tokens_only = Settings(auth_hs256_secret="a-secret-of-the-operators-0123456789")
+    env = {}
+    assert launcher.authentication(tokens_only, env) == []
+    assert env == {}
+    assert "sign-in not configured" in launcher.inbox(tokens_only, env)
