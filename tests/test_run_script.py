@@ -119,9 +119,10 @@ def test_a_taken_port_is_one_line_and_nothing_starts(taken: str, embedded: bool)
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_make_run_needs_no_node() -> None:
-    """From a fresh clone (``--always-make``: every stamp out of date), ``make run`` and
-    the other Python-only targets would run no npm; ``make test``'s recipes would."""
+def test_make_run_installs_the_inbox_pages_libraries_and_nothing_else_of_node() -> None:
+    """From a fresh clone (``--always-make``: every stamp out of date), ``make run``
+    installs the inbox page's browser libraries and not the test client; the other
+    Python-only targets run no npm; ``make test`` installs both."""
     env = {
         name: value
         for name, value in os.environ.items()
@@ -138,11 +139,15 @@ def test_make_run_needs_no_node() -> None:
             check=True,
         ).stdout
 
-    for target in ("run", "bench", "lint", "histories"):
+    run = recipes("run")
+    assert "pip install" in run and "npm ci --prefix gateway/web" in run
+    assert "tests/node" not in run, f"make run installs the test client:\n{run}"
+    for target in ("bench", "lint", "histories"):
         commands = recipes(target)
         assert "pip install" in commands
         assert "npm" not in commands, f"make {target} runs npm:\n{commands}"
-    assert "npm ci" in recipes("test")
+    test = recipes("test")
+    assert "npm ci --prefix tests/node" in test and "npm ci --prefix gateway/web" in test
 
 
 def test_with_the_development_secret_anyone_signs_in_to_the_inbox_across_restarts(

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import jwt
 import pytest
-from playwright.async_api import Browser, BrowserContext, Route
+from playwright.async_api import Browser, BrowserContext, Route, expect
 from temporalio.client import Client
 
 from gateway.session import AUDIENCE, CSRF_HEADER, SESSION_COOKIE, Sessions
@@ -150,6 +150,19 @@ async def test_a_person_signs_in_through_the_provider_and_the_api_knows_them(
         assert set(cookies) == {SESSION_COOKIE}
         assert cookies[SESSION_COOKIE]["httpOnly"]
         assert cookies[SESSION_COOKIE]["sameSite"] == "Lax"
+    finally:
+        await context.close()
+
+
+async def test_opening_the_inbox_signed_out_goes_through_the_provider_and_back(
+    browser: Browser, signin: SignIn
+) -> None:
+    context, requested = await sign_in_at_provider(browser, signin, "carol", "/inbox")
+    try:
+        assert f"{signin.stack.url}/inbox/login?next=%2Finbox" in requested
+        [page] = context.pages
+        await expect(page.get_by_text("Signed in as carol (finance)")).to_be_visible()
+        await expect(page.get_by_role("tab", name="To decide")).to_be_visible()
     finally:
         await context.close()
 
