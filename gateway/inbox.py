@@ -37,7 +37,7 @@ from workflows.interrupts import parse_expiry
 from workflows.models import Model, ThreadStatus
 from workflows.thread import ThreadWorkflow
 from workflows.thread_ids import thread_id_of
-from workflows.visibility import INTERRUPTS_MEMO, OWNER_MEMO
+from workflows.visibility import ASKED_AT_MEMO, INTERRUPTS_MEMO, OWNER_MEMO
 
 FILTER_VALUE = re.compile(r"[\w:.\-]+")
 """What an agent, status or reason filter may contain: no quotes, so no query injection."""
@@ -79,6 +79,9 @@ class InboxItem(Model):
     owner: str | None = None
     """Who asked: the thread's owner (unknown for a thread last published before the
     engine put it in the memo)."""
+    asked_at: datetime | None = None
+    """When it was asked (unknown for a thread last published before the engine put it
+    in the memo)."""
     may_decide: bool = False
     """Whether the caller may decide it now."""
     mine: bool = False
@@ -174,6 +177,7 @@ async def list_interrupts(
         attributes = execution.typed_search_attributes
         agent = attributes.get(search_attributes.AGENT)
         owner = await _owner(execution)
+        asked_at = await _asked_at(execution)
         mine = _is_owner(principal, owner, attributes.get(search_attributes.OWNER))
         for interrupt in await _interrupts(execution):
             if reason is not None and interrupt.reason != reason:
@@ -186,6 +190,7 @@ async def list_interrupts(
                         agent=agent,
                         interrupt=interrupt,
                         owner=owner,
+                        asked_at=asked_at,
                         may_decide=decides,
                         mine=mine,
                     )
@@ -247,6 +252,11 @@ async def _interrupts(execution: WorkflowExecution) -> list[Interrupt]:
 async def _owner(execution: WorkflowExecution) -> str | None:
     owner: str | None = await execution.memo_value(OWNER_MEMO, None, type_hint=str)
     return owner
+
+
+async def _asked_at(execution: WorkflowExecution) -> datetime | None:
+    asked_at: datetime | None = await execution.memo_value(ASKED_AT_MEMO, None, type_hint=datetime)
+    return asked_at
 
 
 def _thread_id(execution: WorkflowExecution) -> str:

@@ -46,6 +46,7 @@ from gateway.streaming import thread_handle
 from settings import Settings
 from workflows.models import AuditRecord, Model, ThreadStatus, ThreadView
 from workflows.thread import ThreadWorkflow
+from workflows.view import asked_at
 
 router = APIRouter(dependencies=AUTHENTICATED)
 
@@ -58,6 +59,8 @@ class InterruptView(Model):
     agent: str
     owner: str
     """Who asked: the thread's owner."""
+    asked_at: datetime | None
+    """When, while it is open."""
     open: bool
     """Whether it still waits for a decision."""
     interrupt: Interrupt | None
@@ -157,6 +160,7 @@ async def interrupt(
         thread_id=thread.thread_id,
         agent=thread.agent,
         owner=thread.owner,
+        asked_at=asked_at(thread.runs) if asked is not None else None,
         open=asked is not None,
         interrupt=asked,
         may_decide=decides,

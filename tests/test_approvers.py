@@ -15,7 +15,7 @@ import json
 import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -326,6 +326,21 @@ async def test_an_interrupt_shows_its_approvers_the_question_and_then_its_outcom
     assert approvers(shown["interrupt"])["groups"] == FINANCE
     assert [m["role"] for m in shown["messages"]] == ["user", "assistant"]
     assert shown["messages"][0]["content"] == "pay bob 500"
+    # Asked when the run that asked it ended; the inbox lists it so too.
+    [run] = (await view(payments, thread_id))["runs"]
+    assert datetime.fromisoformat(shown["askedAt"]) == datetime.fromisoformat(run["finishedAt"])
+    async with httpx.AsyncClient(
+        base_url=payments.url, headers=bearer("carol", FINANCE), timeout=30
+    ) as http:
+
+        async def listed_when_asked() -> bool:
+            page = (await http.get("/interrupts", params={"role": "decide"})).json()
+            items = [i for i in page["interrupts"] if i["threadId"] == thread_id]
+            return [datetime.fromisoformat(i["askedAt"]) for i in items] == [
+                datetime.fromisoformat(run["finishedAt"])
+            ]
+
+        await eventually(listed_when_asked, what="the inbox to say when it was asked")
     owners = (await interrupt_view(payments.url, thread_id, payment, OWNER)).json()
     assert (owners["open"], owners["mayDecide"]) == (True, False)
     # Anyone else: no such thread, as for a thread that does not exist.

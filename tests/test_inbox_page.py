@@ -168,7 +168,8 @@ async def test_a_finance_approver_edits_a_payment_within_policy_and_the_owner_se
 
     bob = await open_inbox(browser, stack, opened, "bob", FINANCE)
     await expect(row(bob, thread_id)).to_contain_text("Pay 250 to ACME?")
-    await expect(row(bob, thread_id)).to_contain_text("Asked by alice")
+    # Who asked, and when (in the browser's locale: the year is in any of them).
+    await expect(row(bob, thread_id)).to_contain_text(re.compile(r"Asked by alice at .*\d{4}"))
     # Bob sees exactly what he may decide: not Alice's small payment.
     async with httpx.AsyncClient(base_url=stack.url, headers=bearer("bob", FINANCE)) as http:
         listed = (await http.get("/interrupts", params={"role": "decide"})).json()

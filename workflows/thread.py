@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine, Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
@@ -75,7 +76,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.questions import Question
     from workflows.sdk.agent import AgentDefinition
     from workflows.turn import Turn
-    from workflows.view import thread_status, thread_view
+    from workflows.view import asked_at, thread_status, thread_view
 
 RUNS_CARRIED = 10
 """Runs (with their events) a thread carries into a new workflow run, so clients can
@@ -172,7 +173,7 @@ class ThreadWorkflow:
                 continue_as_new_after_runs=start.continue_as_new_after_runs,
                 state=self._log.carried(RUNS_CARRIED),
             ),
-            memo=visibility.memo(waiting_on, self._thread.owner),
+            memo=visibility.memo(waiting_on, self._thread.owner, self._asked_at()),
             search_attributes=TypedSearchAttributes(self._search_attributes()),
         )
 
@@ -930,10 +931,14 @@ class ThreadWorkflow:
         workflow.upsert_search_attributes(visibility.updates(self._search_attributes(), settled))
         waiting_on = self._thread.open_interrupts
         if settled and waiting_on != self._published:
-            workflow.upsert_memo(visibility.memo(waiting_on, self._thread.owner))
+            workflow.upsert_memo(visibility.memo(waiting_on, self._thread.owner, self._asked_at()))
             self._published = list(waiting_on)
         # Not in history: the UI reads it by query.
         workflow.set_current_details(self._current_details())
+
+    def _asked_at(self) -> datetime | None:
+        """When the open interrupts were asked: the end of the last run that paused."""
+        return asked_at(self._thread.runs)
 
     def _search_attributes(self) -> list[SearchAttributePair[Any]]:
         settled = self._run is None

@@ -6,6 +6,9 @@ the search attributes agree, and both are testable without a server.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -23,6 +26,12 @@ def thread_status(thread: ThreadState, run_in_progress: RunRecord | None) -> Thr
     if run_in_progress is not None:
         return "running"
     return "waiting" if thread.open_interrupts else "idle"
+
+
+def asked_at(runs: Sequence[RunRecord]) -> datetime | None:
+    """When the thread's open interrupts were asked: the end of the last run that paused
+    (``None`` for a thread that never did, or whose runs are no longer kept)."""
+    return next((run.finished_at for run in reversed(runs) if run.status == "interrupted"), None)
 
 
 def thread_view(thread: ThreadState, run_in_progress: RunRecord | None) -> ThreadView:

@@ -33,6 +33,9 @@ INTERRUPTS_MEMO = "interrupts"
 """Memo key of the open interrupts (AG-UI JSON), which visibility lists return."""
 OWNER_MEMO = "owner"
 """Memo key of the thread's owner: who asked, as an approver's inbox shows it."""
+ASKED_AT_MEMO = "askedAt"
+"""Memo key of when the open interrupts were asked (ISO 8601): the end of the run that
+paused on them."""
 
 PLAIN_APPROVER = re.compile(r"[\w.@|:+\-]{1,64}")
 """User and group names ``AguiApprovers`` holds as they are (shorter than owners: the
@@ -150,13 +153,21 @@ def updates(
     return changes
 
 
-def memo(waiting_on: list[Interrupt], owner: str) -> dict[str, Any]:
+def memo(
+    waiting_on: list[Interrupt], owner: str, asked_at: datetime | None = None
+) -> dict[str, Any]:
     """The memo: the open interrupts as clients see them (``GET /interrupts``), at most
     ``budgets.MAX_INTERRUPTS_PER_RUN`` (all a thread can have open), each cut to its
-    budget (``budgets.memo_interrupt``) but for who may decide it; and the thread's
-    owner, who asked them."""
+    budget (``budgets.memo_interrupt``) but for who may decide it; the thread's owner,
+    who asked them; and when, if they were asked in a run."""
     shown = waiting_on[: budgets.MAX_INTERRUPTS_PER_RUN]
-    return {INTERRUPTS_MEMO: [_memo_interrupt(interrupt) for interrupt in shown], OWNER_MEMO: owner}
+    kept: dict[str, Any] = {
+        INTERRUPTS_MEMO: [_memo_interrupt(interrupt) for interrupt in shown],
+        OWNER_MEMO: owner,
+    }
+    if shown and asked_at is not None:
+        kept[ASKED_AT_MEMO] = asked_at.isoformat()
+    return kept
 
 
 def _memo_interrupt(interrupt: Interrupt) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import { errorsText, schemaForm } from './forms.js';
 import {
   approvalsText,
   approversText,
+  askedText,
   auditText,
   deadlineText,
   outcomeText,
@@ -51,7 +52,7 @@ export function showDetail(main, session, threadId, interruptId, onSignIn) {
       { class: 'meta' },
       h('span', { class: 'agent' }, view.agent || 'unknown agent'),
       interrupt ? h('span', { class: 'reason' }, reasonText(interrupt.reason)) : null,
-      view.owner ? h('span', { class: 'owner' }, `Asked by ${view.owner}`) : null,
+      view.owner ? h('span', { class: 'owner' }, askedText(view.owner, view.askedAt)) : null,
       view.open ? deadline : null,
       view.open ? approvals : null,
     );

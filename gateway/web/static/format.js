@@ -103,6 +103,12 @@ export function when(iso) {
   return new Date(iso).toLocaleString();
 }
 
+/** Who asked and when: "Asked by alice at 24/11/2026, 10:02:03". */
+export function askedText(owner, askedAt) {
+  if (!owner) return '';
+  return askedAt ? `Asked by ${owner} at ${when(askedAt)}` : `Asked by ${owner}`;
+}
+
 export const REASONS = {
   tool_call: 'Tool call',
   input_required: 'Input required',

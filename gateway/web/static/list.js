@@ -7,6 +7,7 @@ import { errorLine, h } from './dom.js';
 import {
   REASONS,
   approvalsText,
+  askedText,
   deadlineText,
   outcomeText,
   reasonText,
@@ -227,7 +228,7 @@ function makeRow(item) {
       agent.textContent = current.agent || 'unknown agent';
       reason.textContent = reasonText(current.interrupt.reason);
       message.textContent = current.interrupt.message || '(no message)';
-      owner.textContent = current.owner ? `Asked by ${current.owner}` : '';
+      owner.textContent = askedText(current.owner, current.askedAt);
       approvals.textContent = approvalsText(current.interrupt) || '';
       const closed = Boolean(current.outcome);
       element.classList.toggle('closed', closed);
