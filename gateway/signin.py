@@ -24,7 +24,7 @@ import logging
 import re
 import secrets
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import parse_qs
 
 import jwt
@@ -243,13 +243,7 @@ async def dev_signin(request: Request) -> Response:
         return signin_pages.dev_signin_form(cookie, next_path, problem)
     logger.warning("development sign-in to the inbox: %s in %s", user, groups)
     response = _signed_in(request, user, groups, next_path)
-    response.delete_cookie(
-        LOGIN_CSRF_COOKIE,
-        path=DEV_PATH,
-        secure=_sessions(request).secure(request),
-        httponly=True,
-        samesite="strict",
-    )
+    _drop_cookie(request, response, LOGIN_CSRF_COOKIE, DEV_PATH, "strict")
     return response
 
 
@@ -325,12 +319,23 @@ def _failed(request: Request, sentence: str, status: int) -> Response:
 
 
 def _clear_pending(request: Request, response: Response) -> None:
+    _drop_cookie(request, response, PENDING_COOKIE, CALLBACK_PATH, "lax")
+
+
+def _drop_cookie(
+    request: Request,
+    response: Response,
+    name: str,
+    path: str,
+    samesite: Literal["lax", "strict"],
+) -> None:
+    """Delete the sign-in's own cookie ``name``, set at ``path`` with ``samesite``."""
     response.delete_cookie(
-        PENDING_COOKIE,
-        path=CALLBACK_PATH,
+        name,
+        path=path,
         secure=_sessions(request).secure(request),
         httponly=True,
-        samesite="lax",
+        samesite=samesite,
     )
 
 
