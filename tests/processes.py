@@ -76,8 +76,6 @@ class Engine:
             "TEMPORAL_ADDRESS": self.temporal_address,
             "AGUI_TASK_QUEUE": self.task_queue,
             "AGUI_AUTH_HS256_SECRET": TEST_SECRET,
-            # The threads of a killed worker move to another after a second, not ten.
-            "AGUI_WORKER_STICKY_QUEUE_SECONDS": "1",
             **self.env,
             **extra,
         }
