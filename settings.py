@@ -73,6 +73,11 @@ class Settings(BaseSettings):
     healthz_timeout_seconds: float = 2.0
     worker_shutdown_seconds: float = 30.0
     """How long a stopping worker lets running activities finish before cancelling them."""
+    worker_sticky_queue_seconds: float = Field(default=10.0, gt=0)
+    """How long a thread's next workflow task waits for the worker that has the thread
+    cached (Temporal's sticky queue) before any worker may take it, replaying the
+    history: after a worker dies, its threads' next steps wait this long. Temporal's
+    default."""
     reminder_webhook_url: str | None = None
     """Where reminders before an interrupt's deadline are posted (JSON); unset or empty,
     none are."""

@@ -129,6 +129,9 @@ def build_worker(client: Client, settings: Settings, agents: Iterable[AgentDefin
         workflow_runner=WORKFLOW_RUNNER,
         activities=activities(settings, agents),
         graceful_shutdown_timeout=timedelta(seconds=settings.worker_shutdown_seconds),
+        sticky_queue_schedule_to_start_timeout=timedelta(
+            seconds=settings.worker_sticky_queue_seconds
+        ),
     )
     served.serve(settings.task_queue, agents)
     return worker

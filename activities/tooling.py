@@ -11,13 +11,14 @@ to run it on any arguments but those the permit binds (``PERMIT_MISMATCH``).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints, overload
 
 from ag_ui.core import Tool as ToolSpec
 from pydantic import BaseModel, ValidationError, create_model
@@ -160,6 +161,8 @@ class Tool:
     retry: RetryPolicy
     local: bool
     activity: Callable[[ToolInvocation], Awaitable[ToolOutcome]] = field(repr=False)
+    heartbeat: timedelta | None = None
+    """The activity's heartbeat timeout (see :func:`tool`); ``None``, none."""
     approval: Approval | None = None
     """The approval a person gives each call (that it applies to) before it runs."""
     before: Sequence[BeforeTool] = ()
@@ -182,6 +185,7 @@ def tool(
     timeout: timedelta = ...,
     retry: RetryPolicy | None = None,
     local: bool = False,
+    heartbeat: timedelta | None = None,
     approval: Approval | None = None,
     before: Sequence[BeforeTool] = (),
     after: Sequence[AfterTool] = (),
@@ -196,6 +200,7 @@ def tool(
     timeout: timedelta = timedelta(seconds=30),
     retry: RetryPolicy | None = None,
     local: bool = False,
+    heartbeat: timedelta | None = None,
     approval: Approval | None = None,
     before: Sequence[BeforeTool] = (),
     after: Sequence[AfterTool] = (),
@@ -248,7 +253,7 @@ def tool(
                 )
             )
             try:
-                result = await function(**dict(parsed))
+                result = await _heartbeating(function(**dict(parsed)))
             except ToolInterrupt as asked:
                 return ToolOutcome(interrupt=asked.question, respond=asked.respond)
             finally:
@@ -265,9 +270,36 @@ def tool(
             retry=retry or RetryPolicy(maximum_attempts=5),
             local=local,
             activity=activity.defn(name=f"tool:{tool_name}")(run),
+            heartbeat=None if local else heartbeat,
             approval=approval,
             before=before,
             after=after,
         )
 
     return make(function) if function is not None else make
+
+
+_T = TypeVar("_T")
+
+
+async def _heartbeating(work: Awaitable[_T]) -> _T:
+    """Await ``work``, heartbeating meanwhile if the activity has a heartbeat timeout.
+
+    The heartbeats say only that this worker is alive, which is what the timeout is for:
+    Temporal notices a worker killed mid-call by their absence (the SDK sends them at
+    most every 80% of the timeout, however often they are recorded here).
+    """
+    timeout = activity.info().heartbeat_timeout if activity.in_activity() else None
+    if not timeout:
+        return await work
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(timeout.total_seconds() / 4)
+
+    beating = asyncio.create_task(beat())
+    try:
+        return await work
+    finally:
+        beating.cancel()

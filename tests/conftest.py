@@ -4,6 +4,7 @@ local chat-completions server with an agent whose model it is."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -22,6 +23,13 @@ from worker import register_search_attributes
 from workflows import search_attributes
 from workflows.sdk.agent import AgentDefinition
 from workflows.sdk.tools import Approval
+
+# Every worker of the tests, in process or not (child processes inherit it), gives a
+# thread's next workflow task to any worker when the one that caches the thread has not
+# taken it within a second, not Temporal's ten: after a worker is killed, and after an
+# update a thread's validator rejected, whose next task the dev server fails to put on
+# the sticky queue ("should have a build ID directive on versioned sticky queue").
+os.environ.setdefault("AGUI_WORKER_STICKY_QUEUE_SECONDS", "1")
 
 
 @pytest.fixture(scope="session")

@@ -72,7 +72,7 @@ APPROVAL = Approval(
 )
 
 
-@tool(approval=APPROVAL)
+@tool(approval=APPROVAL, heartbeat=timedelta(seconds=5))
 async def send_email(to: Address, subject: str, body: str) -> dict[str, str]:
     """Send an email; the message id is a function of the call's idempotency key."""
     key = tool_context().idempotency_key

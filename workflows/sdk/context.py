@@ -300,14 +300,23 @@ class AgentContext:
             resumed=resumed,
             permit=call.permit,
         )
-        execute = workflow.execute_local_activity if tool.local else workflow.execute_activity
-        outcome = await execute(
-            tool.activity,
-            invocation,
-            start_to_close_timeout=tool.timeout,
-            retry_policy=tool.retry,
-            summary=tool.name,
-        )
+        if tool.local:
+            outcome = await workflow.execute_local_activity(
+                tool.activity,
+                invocation,
+                start_to_close_timeout=tool.timeout,
+                retry_policy=tool.retry,
+                summary=tool.name,
+            )
+        else:
+            outcome = await workflow.execute_activity(
+                tool.activity,
+                invocation,
+                start_to_close_timeout=tool.timeout,
+                heartbeat_timeout=tool.heartbeat,
+                retry_policy=tool.retry,
+                summary=tool.name,
+            )
         return outcome.model_dump(mode="json", by_alias=True)
 
 
