@@ -300,22 +300,18 @@ class AgentContext:
             resumed=resumed,
             permit=call.permit,
         )
+        options: dict[str, Any] = {
+            "start_to_close_timeout": tool.timeout,
+            "retry_policy": tool.retry,
+            "summary": tool.name,
+        }
+        outcome: ToolOutcome
         if tool.local:
-            outcome = await workflow.execute_local_activity(
-                tool.activity,
-                invocation,
-                start_to_close_timeout=tool.timeout,
-                retry_policy=tool.retry,
-                summary=tool.name,
-            )
+            outcome = await workflow.execute_local_activity(tool.activity, invocation, **options)
         else:
+            # Only a worker's activities heartbeat; a local one dies with its workflow task.
             outcome = await workflow.execute_activity(
-                tool.activity,
-                invocation,
-                start_to_close_timeout=tool.timeout,
-                heartbeat_timeout=tool.heartbeat,
-                retry_policy=tool.retry,
-                summary=tool.name,
+                tool.activity, invocation, heartbeat_timeout=tool.heartbeat, **options
             )
         return outcome.model_dump(mode="json", by_alias=True)
 
