@@ -60,4 +60,4 @@ bench: $(INSTALLED)
 
 lint: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet ruff==0.17.6 mypy==2.4.1
-	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy workflows activities gateway bench worker.py settings.py logs.py tracing.py
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy workflows activities gateway bench worker.py settings.py logs.py tracing.py codec.py

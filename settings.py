@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
+from datetime import timedelta
 from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfig
 from temporalio.runtime import (
     LogForwardingConfig,
@@ -28,6 +30,7 @@ from temporalio.runtime import (
     TelemetryFilter,
 )
 
+import codec
 import tracing
 from logs import LogFormat
 
@@ -50,7 +53,14 @@ their build with Temporal's Worker Versioning."""
 class Settings(BaseSettings):
     """The engine's own settings; each field is read from ``AGUI_<FIELD>``."""
 
-    model_config = SettingsConfigDict(env_prefix="AGUI_", env_ignore_empty=True, frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="AGUI_",
+        env_ignore_empty=True,
+        frozen=True,
+        # Secrets may also come as files named for their variable (``agui_payload_keys``)
+        # in this directory, such as Docker's and Kubernetes' ``/run/secrets``.
+        secrets_dir=os.environ.get("AGUI_SECRETS_DIR"),
+    )
 
     task_queue: str = "agui-threads"
     """Task queue the thread workflows and their activities run on."""
@@ -147,7 +157,39 @@ class Settings(BaseSettings):
     """Gateway: how many event streams (runs in flight, queued runs and attached
     readers alike) one principal may hold open on one gateway replica."""
 
-    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    payload_keys: SecretStr | None = None
+    """Every process: the keys encrypting what threads store in Temporal (``codec.py``),
+    as ``<id>:<base64 of 32 random bytes>`` pairs, comma-separated; the first encrypts,
+    all decrypt. Every process of a deployment needs the same keys. Unset, nothing is
+    encrypted."""
+    codec_group: str | None = None
+    """Gateway: members of this group may use the codec server (``/codec``), which
+    decrypts any thread's payloads, besides ``auth_admin_group``'s; unset, admins only."""
+    codec_origins: Annotated[tuple[str, ...], NoDecode] = ()
+    """Gateway: the Temporal Web UI's origins (comma-separated) whose pages may call the
+    codec server; empty, none."""
+    thread_retention: timedelta | None = None
+    """Worker: threads idle longer than this (no run, no decision) are deleted, with
+    their histories; unset, never. Seconds, or ISO 8601 such as ``P30D``."""
+    retention_sweep_interval: timedelta = Field(default=timedelta(hours=1), gt=timedelta(0))
+    """Worker: how often threads idle longer than ``thread_retention`` are looked for."""
+
+    @field_validator("payload_keys")
+    @classmethod
+    def _parses(cls, value: SecretStr | None) -> SecretStr | None:
+        """Malformed keys stop the process at start, not at its first payload."""
+        if value is not None:
+            codec.PayloadKeys.parse(value.get_secret_value())
+        return value
+
+    def data_converter(self) -> DataConverter:
+        """The engine's data converter, encrypting with ``payload_keys`` when set."""
+        keys = self.payload_keys
+        return codec.data_converter(
+            codec.PayloadKeys.parse(keys.get_secret_value()) if keys else None
+        )
+
+    @field_validator("allowed_hosts", "cors_origins", "codec_origins", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         """A comma-separated variable as its items, blanks dropped."""
@@ -197,17 +239,20 @@ def telemetry_runtime(metrics: str | MetricBuffer | None) -> Runtime:
     )
 
 
-async def connect(*, lazy: bool = False, runtime: Runtime | None = None) -> Client:
+async def connect(
+    settings: Settings, *, lazy: bool = False, runtime: Runtime | None = None
+) -> Client:
     """Connect to Temporal with the engine's one data converter.
 
     Args:
+        settings: The process's settings, whose ``payload_keys`` the converter uses.
         lazy: Return at once and connect on first use, so a process can start (and report
             itself unhealthy) while Temporal is still down.
         runtime: The Temporal runtime (telemetry) to use; the default one otherwise.
     """
     return await Client.connect(
         **temporal_connect_config(),
-        data_converter=pydantic_data_converter,
+        data_converter=settings.data_converter(),
         plugins=[tracing.plugin()] if tracing.enabled() else [],
         lazy=lazy,
         runtime=runtime,

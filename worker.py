@@ -23,7 +23,6 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -151,7 +150,9 @@ def build_replayer(agents: Iterable[AgentDefinition]) -> Replayer:
     """
     served.serve(f"replay-{REPLAY_BUILD_ID}", agents)
     return Replayer(
-        workflows=WORKFLOWS, data_converter=pydantic_data_converter, build_id=REPLAY_BUILD_ID
+        workflows=WORKFLOWS,
+        data_converter=Settings().data_converter(),
+        build_id=REPLAY_BUILD_ID,
     )
 
 
@@ -160,7 +161,7 @@ async def main() -> None:
     settings = Settings()
     logs.configure(settings.log_format)
     tracing.configure("agui-worker")
-    client = await connect(runtime=telemetry_runtime(settings.metrics_bind_address))
+    client = await connect(settings, runtime=telemetry_runtime(settings.metrics_bind_address))
     await ensure_search_attributes(client)
     worker = build_worker(client, settings, EXAMPLES)
     stop = asyncio.Event()

@@ -21,7 +21,6 @@ from pathlib import Path
 import uvicorn
 from pydantic import SecretStr
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -68,7 +67,7 @@ async def running_stack(agents: Sequence[AgentDefinition]) -> AsyncIterator[Stac
     with _stdout_to_stderr():
         env = await WorkflowEnvironment.start_local(
             dev_server_existing_path=str(TEMPORAL_CLI),
-            data_converter=pydantic_data_converter,
+            data_converter=Settings().data_converter(),
             search_attributes=search_attributes.ALL,
             dev_server_log_level="error",
         )

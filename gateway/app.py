@@ -95,7 +95,7 @@ def create_app(
                 yield
                 return
             async with metrics.sdk_runtime() as runtime:
-                app.state.client = await connect(lazy=True, runtime=runtime)
+                app.state.client = await connect(settings, lazy=True, runtime=runtime)
                 yield
 
     # The API's description is served by ops (behind a token like every route but

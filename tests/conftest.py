@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from playwright.async_api import Browser
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities.openai_chat import OpenAIModel
 from activities.tooling import tool
+from settings import Settings
 from tests.browser import chromium
 from tests.chat_server import ChatServer
 from tests.helpers import TEST_SERVER, Stack, serve_stack, start_dev_server
@@ -73,7 +73,7 @@ async def skipping() -> AsyncIterator[WorkflowEnvironment]:
     outstanding, so one test's thread (say, a new workflow run left without a worker
     after a continue-as-new) must not hold the clock of the next."""
     env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(TEST_SERVER), data_converter=pydantic_data_converter
+        test_server_existing_path=str(TEST_SERVER), data_converter=Settings().data_converter()
     )
     # The test server cannot list search attributes, so register them outright.
     await register_search_attributes(env.client, search_attributes.ALL)

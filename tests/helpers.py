@@ -21,7 +21,6 @@ from ag_ui_validate import Validator, create_validator
 from pydantic import TypeAdapter
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from gateway.app import create_app
@@ -94,7 +93,7 @@ async def start_dev_server(
         dev_server_existing_path=str(TEMPORAL_CLI),
         dev_server_database_filename=str(database) if database else None,
         port=port,
-        data_converter=pydantic_data_converter,
+        data_converter=Settings().data_converter(),
         dev_server_log_level="error",
     )
     await ensure_search_attributes(env.client)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import httpx
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
+from settings import Settings
 from tests.helpers import (
     TEMPORAL_CLI,
     TEST_SECRET,
@@ -153,7 +153,9 @@ class DevServer:
         async def serving() -> bool:
             nonlocal client
             try:
-                client = await Client.connect(self.address, data_converter=pydantic_data_converter)
+                client = await Client.connect(
+                    self.address, data_converter=Settings().data_converter()
+                )
                 await client.count_workflows()
                 return True
             except (RuntimeError, RPCError):

@@ -6,9 +6,8 @@ from __future__ import annotations
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
-from settings import telemetry_runtime
+from settings import Settings, telemetry_runtime
 from tests.helpers import Stack, eventually, free_port, new_thread, post_run, run_input, serve_stack
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -68,7 +67,7 @@ async def test_the_workflows_count_interrupts_opened_resolved_cancelled_and_expi
     metered = await Client.connect(
         client.service_client.config.target_host,
         namespace=client.namespace,
-        data_converter=pydantic_data_converter,
+        data_converter=Settings().data_converter(),
         runtime=telemetry_runtime(f"127.0.0.1:{port}"),
     )
     url = f"http://127.0.0.1:{port}/metrics"

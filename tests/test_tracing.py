@@ -11,9 +11,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import Client
 from temporalio.contrib.opentelemetry import create_tracer_provider
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 import tracing
+from settings import Settings
 from tests.helpers import eventually, new_thread, post_run, run_input, serve_stack
 from tests.processes import engine
 from tests.receiver import Receiver
@@ -47,7 +47,7 @@ async def test_a_run_is_one_trace_from_gateway_to_activity(
     traced = await Client.connect(
         client.service_client.config.target_host,
         namespace=client.namespace,
-        data_converter=pydantic_data_converter,
+        data_converter=Settings().data_converter(),
         plugins=[tracing.plugin()],
     )
     thread_id = new_thread()

@@ -15,10 +15,10 @@ from collections.abc import AsyncIterator
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer, Worker
 from temporalio.workflow import NondeterminismError
 
+from settings import Settings
 from tests.helpers import eventually
 from tests.upgrade import (
     stage_1_initial,
@@ -130,7 +130,7 @@ REPLAYS = [
 async def test_a_history_replays_under_a_stage_or_fails_as_nondeterministic(
     histories: dict[str, WorkflowHistory], recorded: str, stage: int, replays: bool
 ) -> None:
-    replayer = Replayer(workflows=[STAGES[stage]], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[STAGES[stage]], data_converter=Settings().data_converter())
     if replays:
         await replayer.replay_workflow(histories[recorded])
     else:

@@ -1,0 +1,145 @@
+"""Encryption of what the engine stores in Temporal: a payload codec (AES-256-GCM).
+
+Everything a thread holds passes through Temporal as payloads: workflow and activity
+arguments and results, updates, queries' answers, the memo and the plain-words details
+the Web UI shows, and (with the failure converter :func:`data_converter` sets) error
+messages. With ``AGUI_PAYLOAD_KEYS`` set, every client of the engine (worker, gateway,
+bench, tests, and the Web UI and ``temporal`` CLI through the codec server at
+``/codec``) encrypts each payload before Temporal sees it, so its history and
+visibility store hold ciphertext; only search attributes and ids stay plaintext
+(``docs/operations.md``, "Encrypting thread data").
+
+Keys rotate without a migration: each encrypted payload names the id of the key that
+encrypted it, the first key configured encrypts, and every key configured decrypts.
+A payload the codec did not encrypt (written before encryption was enabled) is read
+as it is.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from temporalio.api.common.v1 import Payload
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import (
+    DataConverter,
+    DefaultFailureConverterWithEncodedAttributes,
+    PayloadCodec,
+)
+
+ENCODING = b"binary/encrypted"
+"""The ``encoding`` metadata of an encrypted payload."""
+KEY_ID = "encryption-key-id"
+"""The metadata naming the key that encrypted a payload."""
+KEY_BYTES = 32
+NONCE_BYTES = 12
+KEY_ID_RULE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+class PayloadKeysError(ValueError):
+    """``AGUI_PAYLOAD_KEYS`` is malformed. The message never includes key material."""
+
+
+class UndecryptablePayload(ValueError):
+    """An encrypted payload no configured key decrypts: its key is not configured, or the
+    payload was altered. The message names the key id, never the data."""
+
+
+@dataclass(frozen=True)
+class PayloadKeys:
+    """The configured keys: the first encrypts, all decrypt."""
+
+    active: str
+    """The id of the key that encrypts."""
+    keys: Mapping[str, bytes]
+    """Every key by id, the active one included."""
+
+    @classmethod
+    def parse(cls, text: str) -> PayloadKeys:
+        """Keys from ``"<id>:<base64 of 32 bytes>,<id>:<...>"``, the active one first."""
+        keys: dict[str, bytes] = {}
+        for number, item in enumerate((part.strip() for part in text.split(",")), start=1):
+            key_id, colon, encoded = item.partition(":")
+            if not colon or not KEY_ID_RULE.fullmatch(key_id):
+                raise PayloadKeysError(
+                    f"key #{number} is not '<id>:<base64 key>' with an id of letters, digits, "
+                    "'.', '_' or '-'"
+                )
+            if key_id in keys:
+                raise PayloadKeysError(f"key id {key_id!r} is given twice")
+            try:
+                key = base64.b64decode(encoded.strip(), validate=True)
+            except binascii.Error:
+                raise PayloadKeysError(f"key {key_id!r} is not valid base64") from None
+            if len(key) != KEY_BYTES:
+                raise PayloadKeysError(
+                    f"key {key_id!r} is {len(key)} bytes; AES-256 needs {KEY_BYTES}"
+                )
+            keys[key_id] = key
+        return cls(active=next(iter(keys)), keys=keys)
+
+
+def new_key() -> str:
+    """A fresh random key, base64-encoded, for ``AGUI_PAYLOAD_KEYS``."""
+    return base64.b64encode(os.urandom(KEY_BYTES)).decode()
+
+
+class EncryptionCodec(PayloadCodec):
+    """AES-256-GCM over each whole serialized payload, its metadata included (so the
+    encoding and the type of what is stored are hidden too). The key id is the
+    associated data: a payload cannot be passed off as another key's."""
+
+    def __init__(self, keys: PayloadKeys) -> None:
+        self._active = keys.active
+        self._ciphers = {key_id: AESGCM(key) for key_id, key in keys.keys.items()}
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.encrypt(payload) for payload in payloads]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.decrypt(payload) for payload in payloads]
+
+    def encrypt(self, payload: Payload) -> Payload:
+        """``payload``, encrypted with the active key."""
+        nonce = os.urandom(NONCE_BYTES)
+        key_id = self._active.encode()
+        sealed = self._ciphers[self._active].encrypt(nonce, payload.SerializeToString(), key_id)
+        return Payload(metadata={"encoding": ENCODING, KEY_ID: key_id}, data=nonce + sealed)
+
+    def decrypt(self, payload: Payload) -> Payload:
+        """``payload`` decrypted; as it is when it is not encrypted."""
+        if payload.metadata.get("encoding") != ENCODING:
+            return payload
+        key_id = payload.metadata.get(KEY_ID, b"").decode(errors="replace")
+        cipher = self._ciphers.get(key_id)
+        if cipher is None:
+            raise UndecryptablePayload(f"payload encrypted with key {key_id!r}, not configured")
+        nonce, sealed = payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:]
+        try:
+            plain = cipher.decrypt(nonce, sealed, key_id.encode())
+        except InvalidTag:
+            raise UndecryptablePayload(f"payload does not decrypt with key {key_id!r}") from None
+        return Payload.FromString(plain)
+
+
+def data_converter(keys: PayloadKeys | None) -> DataConverter:
+    """The engine's one data converter: pydantic's, encrypting with ``keys`` when given.
+
+    With keys, failures' messages and stack traces are encoded too (Temporal otherwise
+    keeps them plaintext), since an error may quote what a thread holds.
+    """
+    if keys is None:
+        return pydantic_data_converter
+    return dataclasses.replace(
+        pydantic_data_converter,
+        payload_codec=EncryptionCodec(keys),
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+    )
