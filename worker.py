@@ -28,6 +28,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 import logs
 import tracing
+from activities.identity import caller_identity
 from activities.reminders import Reminders
 from settings import Settings, connect, telemetry_runtime
 from workflows import search_attributes, served
@@ -77,7 +78,7 @@ def activities(settings: Settings, agents: Iterable[AgentDefinition]) -> list[Ca
     notices = Reminders(settings.reminder_webhook_url, settings.webhook_timeout_seconds)
     # An activity shared by agents (one tool, two agents) is registered once.
     unique = dict.fromkeys(fn for agent in named.values() for fn in agent.activities())
-    return [*unique, notices.send_reminder, notices.send_escalation]
+    return [*unique, notices.send_reminder, notices.send_escalation, caller_identity]
 
 
 def _check_model_names(agents: Mapping[str, AgentDefinition]) -> None:

@@ -112,6 +112,9 @@ AUDIT_KEPT = 50
 """Operator actions in the audit trail, newest kept."""
 AUDIT_TEXT_CHARS = 1_000
 """An audit record's operator name and error message are cut to this."""
+AUDIT_IDENTITY_CHARS = 200
+"""An audit record's caller identity (as Temporal recorded it) is cut to this: enough for
+``temporal-cli:<user>@<host>`` or an email, and 50 of them stay well within the trail."""
 AUDIT_KEPT_BYTES = 64 * KIB
 """The audit trail's size: past it older records go too (the newest always stays); a
 resume refused for its size is recorded without its entries."""

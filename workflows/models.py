@@ -153,7 +153,11 @@ class AuditRecord(Model):
     at: datetime
     kind: AuditKind = "operator_resume"
     operator: str | None = None
-    """The operator, for an ``operator_resume``."""
+    """The operator, for an ``operator_resume``: the name they gave."""
+    identity: str | None = None
+    """For an ``operator_resume``: who Temporal says sent it (the ``temporal`` CLI's
+    ``temporal-cli:<user>@<host>``, a client's ``identity``, the Web UI's user); unknown
+    for a resume recorded before the engine looked it up, or when it could not."""
     resume: list[ResumeEntry] = Field(default_factory=list)
     """The operator's entries, for an ``operator_resume``."""
     outcome: AuditOutcome
@@ -442,3 +446,17 @@ class EscalationNotice(Model):
     @property
     def idempotency_key(self) -> str:
         return f"{self.thread_id}/{self.interrupt.id}/escalated"
+
+
+class CallerLookup(Model):
+    """The ``caller_identity`` activity's input: which message of the thread's current
+    workflow run to find the sender of, an update by its id or the n-th signal of a name."""
+
+    workflow_id: str
+    run_id: str
+    update_id: str | None = None
+    signal_name: str | None = None
+    signal_index: int = 0
+    """With ``signal_name``: which of the run's signals of that name (0 is the first)."""
+    max_chars: int
+    """The longest identity returned; a longer one is cut."""

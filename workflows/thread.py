@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine, Iterator, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ActivityError, ApplicationError, FailureError, TemporalError
 
 with workflow.unsafe.imports_passed_through():
@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     # By its full name, so a sandbox passes the worker's table of agents through;
     # ``from workflows import served`` would import an empty copy into it.
     import workflows.served as served
+    from activities.identity import caller_identity
     from workflows import audit, budgets, metrics, visibility
     from workflows.admission import check_run
     from workflows.approvers import OWNER_DECIDES, ApproversView, Ballot, count, with_view
@@ -54,6 +55,8 @@ with workflow.unsafe.imports_passed_through():
         Answer,
         AppliedAnswer,
         AuditOutcome,
+        AuditRecord,
+        CallerLookup,
         DecisionRequest,
         DecisionResult,
         EventPage,
@@ -77,6 +80,21 @@ with workflow.unsafe.imports_passed_through():
     from workflows.sdk.agent import AgentDefinition
     from workflows.turn import Turn
     from workflows.view import asked_at, thread_status, thread_view
+
+OPERATOR_RESUME = "operator_resume"
+"""The name of the operator's update and signal, as the CLI and the Web UI send them."""
+IDENTITY_PATCH = "operator-identity"
+"""Guards the ``caller_identity`` activity that follows every ``operator_resume`` (its
+sender's identity, for the audit trail): a workflow run that took one under earlier code
+replays without it (``tests/histories/operator_resumed.*``). Remove once no such run can
+still be replayed (every long-lived thread, ``continue_as_new_after_runs`` > 1, has
+continued as new since the deploy) and the histories are recorded again
+(``make histories``)."""
+IDENTITY_LOOKUP_TIMEOUT = timedelta(seconds=30)
+"""How long the identity lookup may take, retries included (one attempt 10 s): past it
+the audit record keeps no identity, and the resume's handler finishes (the thread
+continues as new only after it has)."""
+IDENTITY_LOOKUP_RETRIES = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
 RUNS_CARRIED = 10
 """Runs (with their events) a thread carries into a new workflow run, so clients can
@@ -155,6 +173,9 @@ class ThreadWorkflow:
         """The sizes of what the turn may grow, as the run in progress found them."""
         self._permits: list[Permit] = []
         """The permits the run in progress handed the agent's turn."""
+        self._operator_signals = 0
+        """``operator_resume`` signals this workflow run received: the n-th is the n-th
+        of its history, where its sender's identity is (``activities/identity.py``)."""
 
     @workflow.run
     async def run(self, start: ThreadStart) -> None:
@@ -260,50 +281,99 @@ class ThreadWorkflow:
         run = next((run for run in reversed(self._thread.runs) if run.run_id == run_id), None)
         return RunLookup(owner=self._thread.owner, run=run)
 
-    @workflow.update(name="operator_resume")
+    @workflow.update(name=OPERATOR_RESUME)
     async def operator_resume(self, request: OperatorResume) -> OperatorResult:
         """An operator answers the open interrupts (``temporal workflow update``).
 
         Checked exactly as a client's resume, but not against the interrupts' approver
         policies (break-glass): an invalid one is rejected by the validator, before
         anything is written. Applied in a run of its own, recorded in the audit trail
-        with the operator's name (and decided by ``operator:<name>``); the client's next
-        run sees the result.
+        with the operator's name (and decided by ``operator:<name>``) and the identity
+        Temporal recorded for the caller; the client's next run sees the result.
         """
-        return await self._operator_resume(request)
+        update = workflow.current_update_info()
+        return await self._operator_resume(request, update_id=update.id if update else None)
 
     @operator_resume.validator
     def _validate_operator_resume(self, request: OperatorResume) -> None:
         with _internal_errors():
             self._check_operator(request)
 
-    @workflow.signal(name="operator_resume")
+    @workflow.signal(name=OPERATOR_RESUME)
     async def operator_resume_signal(self, request: OperatorResume) -> None:
         """The same as a signal, which the Web UI's "Send a Signal" can send. A signal
         cannot answer, so a rejected one is recorded in the audit trail instead."""
+        # Counted before any await: handlers start in the order the history has them.
+        index = self._operator_signals
+        self._operator_signals += 1
         with contextlib.suppress(ApplicationError):
-            await self._operator_resume(request)
+            await self._operator_resume(request, signal_index=index)
 
-    async def _operator_resume(self, request: OperatorResume) -> OperatorResult:
+    async def _operator_resume(
+        self, request: OperatorResume, update_id: str | None = None, signal_index: int = 0
+    ) -> OperatorResult:
+        """Apply an operator's resume, then add its sender's identity to its audit record
+        (the update's when ``update_id`` names one, else the ``signal_index``-th signal's)."""
+        recorded: list[AuditRecord] = []
+        try:
+            return await self._apply_operator_resume(request, recorded)
+        finally:
+            lookup = CallerLookup(
+                workflow_id=workflow.info().workflow_id,
+                run_id=workflow.info().run_id,
+                update_id=update_id,
+                signal_name=None if update_id else OPERATOR_RESUME,
+                signal_index=signal_index,
+                max_chars=budgets.AUDIT_IDENTITY_CHARS,
+            )
+            await self._record_identity(recorded, lookup)
+
+    async def _apply_operator_resume(
+        self, request: OperatorResume, recorded: list[AuditRecord]
+    ) -> OperatorResult:
         async with self._run_lock:
             try:
                 with _internal_errors():
                     earlier = self._check_operator(request)
             except ApplicationError as error:
-                self._record_audit(request, "rejected", error=error)
+                recorded.append(self._record_audit(request, "rejected", error=error))
                 raise
             if earlier is not None:
                 # The run may be no longer carried; its key still names it.
                 run_id = self._runs[earlier].run_id if earlier in self._runs else earlier
-                self._record_audit(request, "repeated", run_id=run_id)
+                recorded.append(self._record_audit(request, "repeated", run_id=run_id))
                 return OperatorResult(run_id=run_id, outcome="repeated")
             run_id = f"operator-{workflow.uuid4()}"
-            self._record_audit(request, "applied", run_id=run_id)
+            recorded.append(self._record_audit(request, "applied", run_id=run_id))
             run = self._start_run(run_id, run_id, None, sent_by=request.operator)
             await self._serve_run(
                 run, self._unrequested_input(run), resume=request.resume, operator=request.operator
             )
             return OperatorResult(run_id=run_id, outcome="applied")
+
+    async def _record_identity(self, recorded: list[AuditRecord], lookup: CallerLookup) -> None:
+        """Look up who sent the resume ``lookup`` names and add it to its audit records.
+
+        An activity, not a local one: an update's accepted event, which holds its
+        sender, is in the history only once the workflow task that accepted it has
+        completed. A lookup that fails records no identity: it never holds up the thread
+        past ``IDENTITY_LOOKUP_TIMEOUT``, nor changes the resume's result.
+        """
+        if not recorded or not workflow.patched(IDENTITY_PATCH):
+            return
+        try:
+            identity = await workflow.execute_activity(
+                caller_identity,
+                lookup,
+                start_to_close_timeout=timedelta(seconds=10),
+                schedule_to_close_timeout=IDENTITY_LOOKUP_TIMEOUT,
+                retry_policy=IDENTITY_LOOKUP_RETRIES,
+            )
+        except ActivityError as error:
+            workflow.logger.warning("the operator's identity could not be read", exc_info=error)
+            return
+        for record in recorded:
+            record.identity = identity
 
     def _check_operator(self, request: OperatorResume) -> str | None:
         """Reject an operator's resume the thread must not apply; the key of the run
@@ -326,9 +396,10 @@ class ThreadWorkflow:
         outcome: AuditOutcome,
         run_id: str | None = None,
         error: ApplicationError | None = None,
-    ) -> None:
+    ) -> AuditRecord:
         record = audit.operator_resume(request, outcome, workflow.now(), run_id, error)
         audit.append(self._thread.audit, record)
+        return record
 
     def _audit_decision(
         self, principal: str, entry: ResumeEntry, ballot: Ballot, run_id: str | None

@@ -44,9 +44,13 @@ BOUNDARY = {
 """What activities may take from ``workflows/``: the data that crosses the boundary (a
 tool's question among it, a permit's digest) and the error codes."""
 
-ENGINE_TO_ACTIVITIES = {"workflows/deadlines.py": {"activities.reminders"}}
+ENGINE_TO_ACTIVITIES = {
+    "workflows/deadlines.py": {"activities.reminders"},
+    "workflows/thread.py": {"activities.identity"},
+}
 """The engine imports activities only for what it calls: its deadlines the ``send_reminder``
-activity it schedules. Data that crosses the boundary comes from ``BOUNDARY``."""
+activity it schedules, the thread ``caller_identity``. Data that crosses the boundary
+comes from ``BOUNDARY``."""
 
 
 def _is_module(name: str) -> bool:

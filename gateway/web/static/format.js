@@ -84,13 +84,16 @@ export function outcomeText(audit, expiresAt, now = Date.now()) {
   return 'Closed';
 }
 
-/** An audit record in words: "carol approved", "permit issued for the call". */
+/** An audit record in words: "carol approved", "permit issued for the call",
+ * "Operator erin (temporal-cli:erin@ops1) resumed the thread". */
 export function auditText(record) {
   let text;
   if (record.kind === 'permit') {
     text = record.outcome === 'rejected' ? 'The tool refused the permit' : 'Permit issued for the approved call';
   } else if (record.kind === 'operator_resume') {
-    text = `Operator ${record.operator || record.principal || ''} resumed the thread`.replace('  ', ' ');
+    // The name the operator typed, then who Temporal says sent it, when known.
+    const identity = record.identity ? ` (${record.identity})` : '';
+    text = `Operator ${record.operator || record.principal || ''}${identity} resumed the thread`.replace('  ', ' ');
   } else {
     text = `${record.principal} ${verbOf(record)}`;
   }
