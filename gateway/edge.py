@@ -97,7 +97,8 @@ class Cors(CORSMiddleware):
         super().__init__(
             app,
             allow_origins=list(origins),
-            allow_methods=["GET", "POST"],
+            # DELETE: a thread's owner erases it (``DELETE /threads/{threadId}``).
+            allow_methods=["GET", "POST", "DELETE"],
             allow_headers=list(CORS_HEADERS),
             expose_headers=list(CORS_EXPOSED),
         )

@@ -1,16 +1,19 @@
 """Threads and their open interrupts: ``GET /threads``, ``GET /threads/{thread_id}``, the
-approval inbox ``GET /interrupts`` and one interrupt as its approvers see it."""
+approval inbox ``GET /interrupts``, one interrupt as its approvers see it, and erasing a
+thread, ``DELETE /threads/{thread_id}``."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Annotated
 
 from ag_ui.core import Interrupt, Message
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
+from activities.erasure import delete_thread
 from gateway.auth import Principal, may_read
 from gateway.deps import (
     AUTHENTICATED,
@@ -44,11 +47,13 @@ from gateway.inbox import (
 )
 from gateway.streaming import thread_handle
 from settings import Settings
+from workflows import search_attributes, visibility
 from workflows.models import AuditRecord, Model, ThreadStatus, ThreadView
 from workflows.thread import ThreadWorkflow
 from workflows.view import asked_at
 
 router = APIRouter(dependencies=AUTHENTICATED)
+audit_log = logging.getLogger("gateway.audit")
 
 
 class InterruptView(Model):
@@ -134,6 +139,40 @@ async def thread(thread_id: ThreadIdPath, principal: PrincipalDep, client: Clien
     if not may_read(principal, view.owner):
         raise unknown_thread(thread_id)
     return view
+
+
+@router.delete("/threads/{thread_id}", status_code=204, response_class=Response)
+async def erase(thread_id: ThreadIdPath, principal: PrincipalDep, client: ClientDep) -> Response:
+    """Delete the thread, for its owner (and admins): every run of its workflow and every
+    workflow under it, with their histories (``activities/erasure.py``). 204 once
+    Temporal has accepted the deletions; to anyone else, and for a thread that is gone,
+    404 as ``GET`` answers. The thread id is free again: a run naming it starts a new,
+    empty thread.
+
+    Who owns it is read from its ``AguiOwner`` search attribute, so a thread whose agent
+    no worker serves any more can still be erased.
+    """
+    handle = thread_handle(client, thread_id)
+    try:
+        described = await handle.describe()
+    except TEMPORAL_ERRORS as err:
+        raise thread_read_error(thread_id, err) from err
+    owner = described.typed_search_attributes.get(search_attributes.OWNER)
+    if not (principal.admin or owner == visibility.owner_key(principal.subject)):
+        raise unknown_thread(thread_id)
+    try:
+        deleted = await delete_thread(client, handle.id, described.run_id)
+    except TEMPORAL_ERRORS as err:
+        raise temporal_error(err) from err
+    # Who erased which thread, and nothing of what it held.
+    audit_log.info(
+        "thread deleted: %s by %s (%d workflow runs)",
+        thread_id,
+        principal.subject,
+        deleted,
+        extra={"thread_id": thread_id, "outcome": "deleted"},
+    )
+    return Response(status_code=204)
 
 
 @router.get("/threads/{thread_id}/interrupts/{interrupt_id}")

