@@ -21,22 +21,37 @@ from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
     ListSearchAttributesRequest,
 )
-from temporalio.client import Client
+from temporalio.client import (
+    Client,
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleAlreadyRunningError,
+    ScheduleIntervalSpec,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
+    ScheduleSpec,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
+)
 from temporalio.common import SearchAttributeKey
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 import logs
 import tracing
+from activities.erasure import sweep_idle_threads
 from activities.identity import caller_identity
 from activities.reminders import Reminders
 from settings import Settings, connect, telemetry_runtime
 from workflows import search_attributes, served
 from workflows.agents import EXAMPLES
+from workflows.models import RetentionSweepStart
+from workflows.retention import RetentionSweep
 from workflows.sdk import AgentDefinition
 from workflows.thread import ThreadWorkflow
 
-WORKFLOWS: Sequence[type] = [ThreadWorkflow]
+WORKFLOWS: Sequence[type] = [ThreadWorkflow, RetentionSweep]
 
 log = logging.getLogger("agui.worker")
 
@@ -70,6 +85,58 @@ async def register_search_attributes(
     )
 
 
+def retention_schedule_id(task_queue: str) -> str:
+    """The id of the schedule that sweeps ``task_queue``'s threads."""
+    return f"agui-retention-{task_queue}"
+
+
+async def ensure_retention_schedule(client: Client, settings: Settings) -> None:
+    """Make the retention schedule match ``settings``: with ``thread_retention`` set, a
+    schedule starting :class:`RetentionSweep` on the task queue every
+    ``retention_sweep_interval``, created or updated; unset, no schedule.
+
+    Idempotent, and safe for workers starting together: the one that does not create
+    the schedule updates it to the same.
+    """
+    handle = client.get_schedule_handle(retention_schedule_id(settings.task_queue))
+    retention = settings.thread_retention
+    if retention is None:
+        try:
+            await handle.delete()
+            log.info("deleted the retention schedule %r: no AGUI_THREAD_RETENTION", handle.id)
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+        return
+    schedule = Schedule(
+        action=ScheduleActionStartWorkflow(
+            RetentionSweep.run,
+            RetentionSweepStart(retention=retention),
+            id=f"agui-retention-sweep-{settings.task_queue}",
+            task_queue=settings.task_queue,
+        ),
+        spec=ScheduleSpec(
+            intervals=[ScheduleIntervalSpec(every=settings.retention_sweep_interval)]
+        ),
+        # A sweep still deleting when the next is due: the next is skipped.
+        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
+    )
+
+    def replace(_: ScheduleUpdateInput) -> ScheduleUpdate:
+        return ScheduleUpdate(schedule=schedule)
+
+    try:
+        await client.create_schedule(handle.id, schedule)
+    except ScheduleAlreadyRunningError:
+        await handle.update(replace)
+    log.info(
+        "retention schedule %r: threads idle over %s deleted every %s",
+        handle.id,
+        retention,
+        settings.retention_sweep_interval,
+    )
+
+
 def activities(settings: Settings, agents: Iterable[AgentDefinition]) -> list[Callable[..., Any]]:
     """The activities of ``agents`` and the engine's own, with the endpoints ``settings``
     configure."""
@@ -78,7 +145,13 @@ def activities(settings: Settings, agents: Iterable[AgentDefinition]) -> list[Ca
     notices = Reminders(settings.reminder_webhook_url, settings.webhook_timeout_seconds)
     # An activity shared by agents (one tool, two agents) is registered once.
     unique = dict.fromkeys(fn for agent in named.values() for fn in agent.activities())
-    return [*unique, notices.send_reminder, notices.send_escalation, caller_identity]
+    return [
+        *unique,
+        notices.send_reminder,
+        notices.send_escalation,
+        caller_identity,
+        sweep_idle_threads,
+    ]
 
 
 def _check_model_names(agents: Mapping[str, AgentDefinition]) -> None:
@@ -164,6 +237,7 @@ async def main() -> None:
     tracing.configure("agui-worker")
     client = await connect(settings, runtime=telemetry_runtime(settings.metrics_bind_address))
     await ensure_search_attributes(client)
+    await ensure_retention_schedule(client, settings)
     worker = build_worker(client, settings, EXAMPLES)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -1,6 +1,8 @@
 """Erasing threads: a thread's workflows and their histories deleted from Temporal.
 
-``DELETE /threads/{threadId}`` calls :func:`delete_thread`.
+One way for both who erase: ``DELETE /threads/{threadId}`` calls :func:`delete_thread`
+itself, and the retention sweep (``workflows/retention.py``) runs
+:func:`sweep_idle_threads`, which deletes each thread idle past the retention the same way.
 
 A thread is every run of its workflow's continue-as-new chain, closed runs included, and
 the workflows started under it (sub-agents' child workflows, whose root is the thread's
@@ -13,11 +15,17 @@ queue has acknowledged their close (some 30 s on a default server).
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 
+from temporalio import activity
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
+
+from workflows import search_attributes
+from workflows.models import SweepReport, SweepRequest
+from workflows.thread_ids import thread_id_of
 
 DELETE_PAGE = 100
 """Runs listed, then deleted concurrently, per visibility page: a thread of thousands of
@@ -68,3 +76,37 @@ async def _delete(client: Client, workflow_id: str, run_id: str | None) -> bool:
             raise
         return False
     return True
+
+
+def idle_query(thread_type: str, task_queue: str, cutoff: datetime) -> str:
+    """The visibility query for live threads of ``task_queue`` whose last run or decision
+    (``AguiLastActivity``) was before ``cutoff``."""
+    moment = cutoff.isoformat().replace("+00:00", "Z")
+    return (
+        f'WorkflowType = "{thread_type}" AND ExecutionStatus = "Running"'
+        f' AND TaskQueue = "{task_queue}"'
+        f' AND {search_attributes.LAST_ACTIVITY.name} < "{moment}"'
+    )
+
+
+@activity.defn
+async def sweep_idle_threads(request: SweepRequest) -> SweepReport:
+    """Delete up to ``request.limit`` threads idle since before ``request.cutoff``, as
+    ``DELETE /threads/{threadId}`` would; the next sweep takes any left."""
+    client = activity.client()
+    query = idle_query(request.thread_type, request.task_queue, request.cutoff)
+    page = client.list_workflows(query, page_size=request.limit)
+    await page.fetch_next_page()
+    idle = page.current_page or []
+    for execution in idle:
+        await delete_thread(client, execution.id, execution.run_id)
+        last = execution.typed_search_attributes.get(search_attributes.LAST_ACTIVITY)
+        thread_id = thread_id_of(execution.id)
+        activity.logger.info(
+            "thread %s deleted by retention: idle since %s",
+            thread_id,
+            last,
+            extra={"thread_id": thread_id, "outcome": "deleted"},
+        )
+        activity.heartbeat()
+    return SweepReport(deleted=len(idle), more=bool(page.next_page_token))

@@ -6,7 +6,7 @@ so fields may be added (with defaults) without breaking recorded histories.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ag_ui.core import Event, Interrupt, Message, ResumeEntry, RunAgentInput
@@ -446,6 +446,37 @@ class EscalationNotice(Model):
     @property
     def idempotency_key(self) -> str:
         return f"{self.thread_id}/{self.interrupt.id}/escalated"
+
+
+class RetentionSweepStart(Model):
+    """The retention sweep's input (``workflows/retention.py``), which its schedule
+    starts it with: the worker's ``AGUI_THREAD_RETENTION``."""
+
+    retention: timedelta
+    """Threads idle longer than this are deleted."""
+    limit: int = Field(default=500, ge=1, le=1000)
+    """The most threads one sweep deletes (one visibility page); the next takes the rest."""
+
+
+class SweepRequest(Model):
+    """The ``sweep_idle_threads`` activity's input: which threads are idle."""
+
+    thread_type: str
+    """The thread workflow's type name."""
+    task_queue: str
+    """The task queue whose threads are swept (the sweep's own)."""
+    cutoff: datetime
+    """Threads whose ``AguiLastActivity`` is before this are deleted."""
+    limit: int
+
+
+class SweepReport(Model):
+    """What one sweep did."""
+
+    deleted: int
+    """Threads deleted."""
+    more: bool
+    """More idle threads were found than one sweep deletes."""
 
 
 class CallerLookup(Model):

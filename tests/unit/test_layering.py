@@ -40,17 +40,21 @@ BOUNDARY = {
     "workflows.errors",
     "workflows.approvers",
     "workflows.wire",
+    "workflows.thread_ids",
+    "workflows.search_attributes",
 }
 """What activities may take from ``workflows/``: the data that crosses the boundary (a
-tool's question among it, a permit's digest) and the error codes."""
+tool's question among it, a permit's digest), the error codes, and what threads are
+found by in Temporal (their workflow ids and search attributes: erasure's)."""
 
 ENGINE_TO_ACTIVITIES = {
     "workflows/deadlines.py": {"activities.reminders"},
     "workflows/thread.py": {"activities.identity"},
+    "workflows/retention.py": {"activities.erasure"},
 }
 """The engine imports activities only for what it calls: its deadlines the ``send_reminder``
-activity it schedules, the thread ``caller_identity``. Data that crosses the boundary
-comes from ``BOUNDARY``."""
+activity it schedules, the thread ``caller_identity``, the retention sweep
+``sweep_idle_threads``. Data that crosses the boundary comes from ``BOUNDARY``."""
 
 
 def _is_module(name: str) -> bool:
