@@ -93,7 +93,8 @@ async def _serve(
         except codec.UndecryptablePayload as error:
             # Its message names the key id, never the data.
             raise ApiError(422, GatewayErrorCode.UNDECRYPTABLE_PAYLOAD, f"A {error}.") from None
-    return JSONResponse(json_format.MessageToDict(Payloads(payloads=payloads)))
+    # Built by hand: protobuf's JSON leaves out an empty list, the protocol has it.
+    return JSONResponse({"payloads": [json_format.MessageToDict(p) for p in payloads]})
 
 
 def _payloads(body: Any) -> list[Any]:
