@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
@@ -64,13 +64,21 @@ async def with_credentials(
     return await _serve(operation, request, principal, settings)
 
 
+async def _path_principal(request: Request, token: str) -> Principal:
+    # A dependency, so the token is checked before anything else, as a bearer token is.
+    auth: Authenticator = request.app.state.auth
+    return await auth.principal(token)
+
+
 @router.post("/token/{token}/{operation}")
 async def with_token_in_path(
-    token: str, operation: Operation, request: Request, settings: SettingsDep
+    operation: Operation,
+    request: Request,
+    principal: Annotated[Principal, Depends(_path_principal)],
+    settings: SettingsDep,
 ) -> JSONResponse:
     """Encode or decode payloads, for the principal of the token in the path."""
-    auth: Authenticator = request.app.state.auth
-    return await _serve(operation, request, await auth.principal(token), settings)
+    return await _serve(operation, request, principal, settings)
 
 
 async def _serve(
