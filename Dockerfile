@@ -2,7 +2,9 @@
 #   worker   python worker.py      (the default command)
 #   gateway  python -m gateway     (listens on AGUI_GATEWAY_HOST:AGUI_GATEWAY_PORT, 0.0.0.0:8000)
 # Configuration comes from the environment only: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
-# TEMPORAL_API_KEY, TEMPORAL_TLS* and the AGUI_* variables of settings.Settings.
+# TEMPORAL_API_KEY, TEMPORAL_TLS* and the AGUI_* variables of settings.Settings; secrets
+# also as files in AGUI_SECRETS_DIR (the compose file mounts them at /run/secrets). No
+# secret is ever part of the image: .dockerignore admits only the sources below.
 
 # --- web: the inbox page's browser libraries, from npm as the lock file pins them
 FROM node:20-slim AS web
@@ -21,7 +23,7 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /src
-COPY pyproject.toml README.md settings.py worker.py logs.py tracing.py ./
+COPY pyproject.toml README.md settings.py worker.py logs.py tracing.py codec.py ./
 COPY workflows ./workflows
 COPY activities ./activities
 COPY gateway ./gateway

@@ -12,9 +12,9 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from temporalio.client import Client
 
-from gateway import agents, decisions, oidc, ops, page, runs, signin, threads
+from gateway import agents, codec, decisions, oidc, ops, page, runs, signin, threads
 from gateway.auth import Authenticator
-from gateway.edge import AllowedHosts, BodyLimit, Cors, InternalErrors
+from gateway.edge import AllowedHosts, BodyLimit, CodecCors, Cors, InternalErrors
 from gateway.errors import (
     ApiError,
     api_error_handler,
@@ -38,6 +38,7 @@ ROUTERS = (
     signin.router,
     page.router,
     ops.router,
+    codec.router,
 )
 """Every route of the gateway, by what it owns."""
 KEYS_TIMEOUT_SECONDS = 5.0
@@ -114,12 +115,17 @@ def create_app(
     app.state.metrics = metrics
     app.state.agents = by_name(agents)
     app.state.streams = StreamSlots(settings.max_streams_per_principal)
+    # The codec server's: the one data converter's codec (None without payload keys).
+    app.state.payload_codec = settings.data_converter().payload_codec
+    codec.redact_access_log()
     # The last added runs first: count every request, then check its Host, answer CORS,
     # catch what a route did not expect, and cap the body a route reads.
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(InternalErrors)
     if settings.cors_origins:
         app.add_middleware(Cors, origins=settings.cors_origins)
+    if settings.codec_origins:
+        app.add_middleware(CodecCors, origins=settings.codec_origins)
     if settings.allowed_hosts:
         app.add_middleware(AllowedHosts, hosts=settings.allowed_hosts)
     app.add_middleware(RequestCounter, metrics=metrics)

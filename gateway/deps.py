@@ -55,13 +55,27 @@ async def _principal(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
 ) -> Principal:
+    return await _authenticated(request, credentials, csrf=True)
+
+
+async def _reading_principal(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> Principal:
+    return await _authenticated(request, credentials, csrf=False)
+
+
+async def _authenticated(
+    request: Request, credentials: HTTPAuthorizationCredentials | None, *, csrf: bool
+) -> Principal:
     auth: Authenticator = request.app.state.auth
     cookie = request.cookies.get(SESSION_COOKIE)
     if credentials is None and cookie:
         # The inbox page: signed in with a session cookie, its changes CSRF-checked.
         sessions: Sessions = request.app.state.sessions
         session = sessions.read(cookie)
-        check_csrf(request, session)
+        if csrf:
+            check_csrf(request, session)
         settings: Settings = request.app.state.settings
         return session.principal(settings.auth_admin_group)
     return await auth.principal(credentials.credentials if credentials else None)
@@ -76,6 +90,10 @@ PrincipalDep = Annotated[Principal, Depends(_principal)]
 cookie's (a 403 for its state-changing request without the CSRF token); a 401 without
 either valid. A router that depends on it (as every router but ``GET /healthz``'s does)
 has every route authenticated."""
+ReadingPrincipalDep = Annotated[Principal, Depends(_reading_principal)]
+"""The same principal, for a route that POSTs but changes nothing (the codec server's
+``decode`` and ``encode``, whose callers do not hold the inbox page's CSRF token): a
+session's request needs no CSRF token. Only such routes may use it."""
 AUTHENTICATED = [Depends(_principal)]
 """Router dependencies: every route of the router needs a valid token."""
 

@@ -1,6 +1,6 @@
-"""What every request passes before it reaches a route: the ``Host`` allow-list, CORS,
-the cap on the body's size, and the net that turns any unexpected exception into a 500
-in the gateway's error body.
+"""What every request passes before it reaches a route: the ``Host`` allow-list, CORS
+(the gateway's, and the codec server's own), the cap on the body's size, and the net
+that turns any unexpected exception into a 500 in the gateway's error body.
 
 Pure ASGI middleware, so event streams pass through untouched.
 """
@@ -22,6 +22,10 @@ CORS_HEADERS = ("Authorization", "Content-Type", "Last-Event-ID")
 """The request headers a browser page may send: a token, a JSON body, a resume point."""
 CORS_EXPOSED = ("Retry-After", "WWW-Authenticate")
 """Response headers a browser page may read beyond the safelisted ones."""
+CODEC_PREFIX = "/codec"
+"""Where the codec server is (``gateway.codec``)."""
+CODEC_CORS_HEADERS = ("Authorization", "Content-Type", "X-Namespace")
+"""The request headers the Temporal Web UI sends the codec server."""
 
 
 class InternalErrors:
@@ -91,7 +95,8 @@ def host_name(host: str) -> str:
 
 class Cors(CORSMiddleware):
     """Starlette's CORS, for the origins listed, with a rejected preflight answered in
-    the gateway's error body (``CORS_REJECTED``) instead of plain text."""
+    the gateway's error body (``CORS_REJECTED``) instead of plain text. The codec
+    server's paths are left to :class:`CodecCors`, whose origins and rules are its own."""
 
     def __init__(self, app: ASGIApp, origins: Iterable[str]) -> None:
         super().__init__(
@@ -103,19 +108,58 @@ class Cors(CORSMiddleware):
             expose_headers=list(CORS_EXPOSED),
         )
 
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and codec_path(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
     def preflight_response(self, request_headers: Headers) -> Response:
-        response = super().preflight_response(request_headers)
-        if response.status_code == 200:
-            return response
-        headers = {
-            name: value
-            for name, value in response.headers.items()
-            if name not in ("content-length", "content-type")
-        }
-        # Starlette's text names what failed: "Disallowed CORS origin, headers".
-        message = bytes(response.body).decode()
-        error = ApiError(400, GatewayErrorCode.CORS_REJECTED, f"{message}.", headers=headers)
-        return error.response()
+        return _in_error_body(super().preflight_response(request_headers))
+
+
+class CodecCors(CORSMiddleware):
+    """CORS for the codec server alone (``/codec/...``), for the Temporal Web UI's
+    origins (``AGUI_CODEC_ORIGINS``): the UI's page posts payloads there from its own
+    origin, with a token or, when it includes credentials, the inbox session cookie."""
+
+    def __init__(self, app: ASGIApp, origins: Iterable[str]) -> None:
+        super().__init__(
+            app,
+            allow_origins=list(origins),
+            allow_methods=["POST"],
+            allow_headers=list(CODEC_CORS_HEADERS),
+            allow_credentials=True,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and codec_path(scope["path"]):
+            await super().__call__(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        return _in_error_body(super().preflight_response(request_headers))
+
+
+def codec_path(path: str) -> bool:
+    """Whether ``path`` is the codec server's (``gateway.codec``)."""
+    return path.startswith(CODEC_PREFIX + "/")
+
+
+def _in_error_body(response: Response) -> Response:
+    """A preflight's answer; a rejected one in the gateway's error body."""
+    if response.status_code == 200:
+        return response
+    headers = {
+        name: value
+        for name, value in response.headers.items()
+        if name not in ("content-length", "content-type")
+    }
+    # Starlette's text names what failed: "Disallowed CORS origin, headers".
+    message = bytes(response.body).decode()
+    error = ApiError(400, GatewayErrorCode.CORS_REJECTED, f"{message}.", headers=headers)
+    return error.response()
 
 
 class BodyLimit:

@@ -75,6 +75,14 @@ class GatewayErrorCode(StrEnum):
     """No endpoint at that path (404)."""
     METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
     """The path's endpoint does not take that method (405, with ``Allow``)."""
+    CODEC_FORBIDDEN = "CODEC_FORBIDDEN"
+    """The codec server is for ``AGUI_AUTH_ADMIN_GROUP``'s and ``AGUI_CODEC_GROUP``'s
+    members only (403)."""
+    INVALID_PAYLOADS = "INVALID_PAYLOADS"
+    """A codec request's body is not ``temporal.api.common.v1.Payloads`` in protobuf JSON (400)."""
+    UNDECRYPTABLE_PAYLOAD = "UNDECRYPTABLE_PAYLOAD"
+    """A payload to decode was encrypted with a key the gateway does not have, or was
+    altered; the message names the key id (422)."""
     INTERNAL = "INTERNAL"
     """Anything the gateway did not expect (500, or a ``RUN_ERROR``): the message carries
     an error id, and the gateway's log the error under it."""

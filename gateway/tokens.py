@@ -3,7 +3,8 @@
 ``python -m gateway.tokens --sub alice --groups approvers`` prints a token the gateway
 accepts when it verifies with ``AGUI_AUTH_HS256_SECRET``. Without that variable it signs
 with the development secret ``make run`` keeps in ``.data/dev-secret``. Production
-tokens come from the OIDC provider, not from here.
+tokens come from the OIDC provider, not from here. ``make run``'s other development
+secrets are kept here too, beside it.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import argparse
 import secrets
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import jwt
 
+import codec
 from settings import Settings
 
 DATA = Path(__file__).resolve().parent.parent / ".data"
@@ -25,6 +27,10 @@ DEV_SECRET = DATA / "dev-secret"
 DEV_SESSION_SECRET = DATA / "session-secret"
 """The key ``make run``'s gateway signs inbox sessions with, kept like the development
 secret so a restart does not sign everyone out."""
+DEV_PAYLOAD_KEYS = DATA / "payload-keys"
+"""The payload key ``make run`` encrypts threads with when ``AGUI_PAYLOAD_KEYS`` is unset
+(as that variable's value), kept so the next start reads what this one wrote."""
+DEV_PAYLOAD_KEY_ID = "dev"
 DEFAULT_TTL_SECONDS = 12 * 3600
 
 
@@ -38,11 +44,17 @@ def dev_session_secret() -> str:
     return _kept_secret(DEV_SESSION_SECRET)
 
 
-def _kept_secret(path: Path) -> str:
+def dev_payload_keys() -> str:
+    """The development payload key, as ``AGUI_PAYLOAD_KEYS`` takes it, made (owner-only)
+    if there is none yet."""
+    return _kept_secret(DEV_PAYLOAD_KEYS, lambda: f"{DEV_PAYLOAD_KEY_ID}:{codec.new_key()}")
+
+
+def _kept_secret(path: Path, make: Callable[[], str] = lambda: secrets.token_urlsafe(32)) -> str:
     if not path.exists():
         path.parent.mkdir(exist_ok=True)
         path.touch(mode=0o600)
-        path.write_text(secrets.token_urlsafe(32))
+        path.write_text(make())
     return path.read_text().strip()
 
 

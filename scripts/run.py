@@ -5,6 +5,10 @@ running), the worker and the gateway; restarts the worker or gateway if either d
 process manager would; and on Ctrl-C or SIGTERM stops them in order: gateway, worker,
 then Temporal, which flushes its SQLite file so the next ``make run`` finds every thread.
 
+Threads are encrypted in Temporal by default: without ``AGUI_PAYLOAD_KEYS`` the worker and
+the gateway get the development key kept in ``.data/payload-keys``, and the Web UI reads
+them through the gateway's codec server (:func:`web_ui_codec`).
+
 Before it starts anything it checks that each port it is about to listen on is free, so a
 second ``make run`` (or anything else on those ports) is one line, not a launcher that
 reports another server's health as its own. The ports come from ``settings.Settings``:
@@ -25,7 +29,14 @@ from pathlib import Path
 
 import httpx
 
-from gateway.tokens import DEV_SECRET, dev_secret, dev_session_secret
+from gateway.tokens import (
+    DEV_PAYLOAD_KEYS,
+    DEV_SECRET,
+    dev_payload_keys,
+    dev_secret,
+    dev_session_secret,
+    mint,
+)
 from settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +44,13 @@ DATA = ROOT / ".data"
 TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
 TEMPORAL_HOST = "localhost"
 """Where the dev server listens: its default ``--ip``, for the frontend and the Web UI."""
+WEB_UI_SUBJECT = "temporal-web-ui"
+"""Whom the Web UI's codec token names."""
+DEV_CODEC_GROUP = "agui-codec"
+"""The codec group ``make run`` sets when ``AGUI_CODEC_GROUP`` is unset: the Web UI's
+token is in it, so it may use the codec server and nothing an admin may."""
+WEB_UI_TOKEN_TTL_SECONDS = 30 * 24 * 3600
+"""The Web UI's codec token is minted at every start; this outlasts any one run."""
 RESTART_DELAY_SECONDS = 1.0
 STOP_TIMEOUT_SECONDS = 30.0
 
@@ -196,6 +214,46 @@ def authentication(settings: Settings, env: dict[str, str]) -> list[str]:
     ]
 
 
+def encryption(settings: Settings, env: dict[str, str]) -> str:
+    """Encrypt threads in Temporal unless told otherwise: with ``AGUI_PAYLOAD_KEYS``
+    unset, the worker and the gateway get the development key, made in
+    ``.data/payload-keys`` (owner-only) on the first start and kept, so the next start
+    reads what this one wrote. Returns the line to show."""
+    if settings.payload_keys is not None:
+        return "  Encryption      payloads encrypted with AGUI_PAYLOAD_KEYS"
+    env["AGUI_PAYLOAD_KEYS"] = dev_payload_keys()
+    return f"  Encryption      payloads encrypted with the development key ({DEV_PAYLOAD_KEYS})"
+
+
+def web_ui_codec(settings: Settings, env: dict[str, str]) -> tuple[str, str]:
+    """The codec endpoint of the embedded Web UI, and what its line says.
+
+    The UI of ``temporal server start-dev`` can be given a codec endpoint, nothing more:
+    its page posts payloads there with neither a token nor cookies. So it gets the
+    gateway's codec server at an address that carries a token, ``/codec/token/<JWT>``:
+    a token of ``temporal-web-ui`` in the codec group alone (``AGUI_CODEC_GROUP``, set
+    to ``agui-codec`` when unset), minted with the gateway's secret at every start. Who
+    can reach the UI (on localhost only) can read it in the UI's settings; they could as
+    well sign in with the development sign-in. The gateway answers the UI's origins on
+    ``/codec`` (``AGUI_CODEC_ORIGINS``). Without a secret to sign with (tokens from a
+    provider), the UI gets the plain endpoint and decodes nothing until given a way in
+    (``docs/operations.md``, "The codec server and the Web UI").
+    """
+    ui_origins = [
+        f"http://{host}:{settings.temporal_ui_port}" for host in ("localhost", "127.0.0.1")
+    ]
+    env["AGUI_CODEC_ORIGINS"] = ",".join([*settings.codec_origins, *ui_origins])
+    endpoint = f"http://localhost:{settings.gateway_port}/codec"
+    configured = settings.auth_hs256_secret
+    secret = configured.get_secret_value() if configured else env.get("AGUI_AUTH_HS256_SECRET")
+    if settings.auth_jwks_url or not secret:
+        return endpoint, "(its codec server needs a token: docs/operations.md)"
+    group = settings.codec_group or DEV_CODEC_GROUP
+    env["AGUI_CODEC_GROUP"] = group
+    token = mint(secret, WEB_UI_SUBJECT, [group], WEB_UI_TOKEN_TTL_SECONDS, settings)
+    return f"{endpoint}/token/{token}", "(payloads decoded by the gateway's codec server)"
+
+
 def inbox(settings: Settings, env: dict[str, str]) -> str:
     """The line saying where the inbox page is, and how people sign in to it."""
     address = f"{settings.public_url or f'http://localhost:{settings.gateway_port}'}/inbox"
@@ -212,9 +270,11 @@ async def main(settings: Settings, embedded: bool) -> None:
     env = dict(os.environ)
     auth_lines = authentication(settings, env)
     inbox_line = inbox(settings, env)
+    encryption_line = encryption(settings, env)
     services: list[Service] = []
     if embedded:
         DATA.mkdir(exist_ok=True)
+        codec_endpoint, ui_note = web_ui_codec(settings, env)
         env["TEMPORAL_ADDRESS"] = f"{TEMPORAL_HOST}:{settings.temporal_port}"
         services.append(
             Service(
@@ -229,6 +289,8 @@ async def main(settings: Settings, embedded: bool) -> None:
                     str(settings.temporal_port),
                     "--ui-port",
                     str(settings.temporal_ui_port),
+                    "--ui-codec-endpoint",
+                    codec_endpoint,
                     "--log-level",
                     "warn",
                 ],
@@ -259,11 +321,12 @@ async def main(settings: Settings, embedded: bool) -> None:
         log("up:")
         if embedded:
             log(f"  Temporal        {env['TEMPORAL_ADDRESS']} (data in {DATA / 'temporal.sqlite'})")
-            log(f"  Temporal Web UI http://{TEMPORAL_HOST}:{settings.temporal_ui_port}")
+            log(f"  Temporal Web UI http://{TEMPORAL_HOST}:{settings.temporal_ui_port}  {ui_note}")
         else:
             log(f"  Temporal        {env['TEMPORAL_ADDRESS']} (external)")
         log(f"  Gateway         http://localhost:{gateway_port}  (agents: GET /agents)")
         log(inbox_line)
+        log(encryption_line)
         for line in auth_lines:
             log(line)
         log("Ctrl-C stops everything.")

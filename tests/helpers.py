@@ -205,12 +205,15 @@ class Stack:
 
 @asynccontextmanager
 async def serve_gateway(
-    settings: Settings, client: Client | None, agents: Sequence[AgentDefinition] = EXAMPLES
+    settings: Settings,
+    client: Client | None,
+    agents: Sequence[AgentDefinition] = EXAMPLES,
+    port: int = 0,
 ) -> AsyncIterator[str]:
-    """The gateway, serving ``agents``, under uvicorn on a free loopback port; yields its
-    base URL."""
+    """The gateway, serving ``agents``, under uvicorn on loopback ``port`` (by default a
+    free one); yields its base URL."""
     config = uvicorn.Config(
-        create_app(agents, settings, client), host="127.0.0.1", port=0, log_level="warning"
+        create_app(agents, settings, client), host="127.0.0.1", port=port, log_level="warning"
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

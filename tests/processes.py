@@ -117,13 +117,34 @@ async def engine(temporal_address: str, **env: str) -> AsyncIterator[Engine]:
 
 
 class DevServer:
-    """``temporal server start-dev`` on a SQLite file, as a process that can be killed."""
+    """``temporal server start-dev`` on a SQLite file, as a process that can be killed.
 
-    def __init__(self, database: Path) -> None:
+    Args:
+        database: The SQLite file.
+        ui_codec_endpoint: Serve the Web UI (on ``ui_url``), pointed at this codec
+            server; without it, the server is headless.
+    """
+
+    def __init__(self, database: Path, ui_codec_endpoint: str | None = None) -> None:
         self.database = database
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.process: Process | None = None
+        self.ui_codec_endpoint = ui_codec_endpoint
+        self.ui_port = free_port()
+        self.ui_url = f"http://127.0.0.1:{self.ui_port}"
+
+    def _ui_arguments(self) -> list[str]:
+        if self.ui_codec_endpoint is None:
+            return ["--headless"]
+        return [
+            "--ui-port",
+            str(self.ui_port),
+            "--ui-codec-endpoint",
+            self.ui_codec_endpoint,
+            # The machine's network is closed.
+            "--ui-disable-news-fetch",
+        ]
 
     async def start(self) -> Client:
         """Start the server (again) on the same port and file; its client once it serves."""
@@ -142,7 +163,7 @@ class DevServer:
                 str(free_port()),
                 "--metrics-port",
                 str(free_port()),
-                "--headless",
+                *self._ui_arguments(),
                 "--log-level",
                 "error",
             ],

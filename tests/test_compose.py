@@ -10,6 +10,7 @@ package; it parses, validates and interpolates without a Docker engine).
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import re
@@ -37,12 +38,18 @@ ENGINE_SERVICES = ("worker", "gateway")
 WORKER_COMMAND = ["python", "worker.py"]
 GATEWAY_COMMAND = ["python", "-m", "gateway"]
 # What the stack needs from whoever runs it: everything else must have a default.
-REQUIRED_VARIABLES = {"POSTGRES_PASSWORD", "AGUI_AUTH_HS256_SECRET"}
+# (The gateway's secret may come as a file, so the gateway, not Compose, requires it.)
+REQUIRED_VARIABLES = {"POSTGRES_PASSWORD"}
 TEST_ENV = {
     "POSTGRES_PASSWORD": "compose-test-password",
     "AGUI_AUTH_HS256_SECRET": "compose-test-secret-0123456789abcdef",
 }
-SECRET_NAME = re.compile(r"PASSWORD|PWD|SECRET|TOKEN|API_KEY", re.IGNORECASE)
+SECRET_NAME = re.compile(
+    r"PASSWORD|PWD|SECRET(?!S_DIR)|(?<!PASS_ACCESS_)TOKEN|API_KEY|PAYLOAD_KEYS", re.IGNORECASE
+)
+SECRETS_DIR = "/run/secrets"
+ENGINE_SECRETS = ("auth_hs256_secret", "payload_keys", "session_secret", "oidc_client_secret")
+"""The engine's secret settings: files in ``AGUI_SECRETS_DIR`` or variables."""
 TOP_LEVEL_KEYS = {"version", "name", "services", "networks", "volumes", "secrets", "configs"}
 # `temporal operator search-attribute create --type` values.
 CLI_SEARCH_ATTRIBUTE_TYPES = {"Text", "Keyword", "Int", "Double", "Bool", "Datetime", "KeywordList"}
@@ -300,8 +307,8 @@ def test_secrets_are_never_written_in_the_file(raw: dict[str, Any]) -> None:
     for name, service in raw["services"].items():
         for key, value in environment(service).items():
             if SECRET_NAME.search(key):
-                assert re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?\?[^}]*\}", value), (
-                    f"{name}.{key} must come from a required variable (${{VAR:?...}})"
+                assert re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*(:?\?[^}]*|:-)\}", value), (
+                    f"{name}.{key} must come from a variable (${{VAR:?...}} or ${{VAR:-}})"
                 )
 
 
@@ -309,7 +316,8 @@ def test_every_engine_variable_is_a_setting(
     services: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert Settings.model_config.get("env_prefix") == "AGUI_"
-    fields = {f"AGUI_{name.upper()}" for name in Settings.model_fields}
+    # AGUI_SECRETS_DIR is read by settings.py itself: it says where Settings' files are.
+    fields = {f"AGUI_{name.upper()}" for name in Settings.model_fields} | {"AGUI_SECRETS_DIR"}
     for name, service in services.items():
         unknown = {key for key in environment(service) if key.startswith("AGUI_")} - fields
         assert not unknown, f"{name} sets {unknown}, which settings.Settings does not read"
@@ -392,8 +400,11 @@ def test_the_gateway_port_is_the_one_it_listens_on(
     assert "AGUI_GATEWAY_PORT" in probe or f":{settings.gateway_port}/" in probe
 
 
-def test_published_ports(services: dict[str, Any]) -> None:
-    assert port_mappings(services["temporal-ui"]) == [(None, 8233, 8080)]
+def test_published_ports(raw: dict[str, Any], services: dict[str, Any]) -> None:
+    # The Web UI on this host only, unless its operator publishes it on purpose.
+    assert port_mappings(services["temporal-ui"]) == [("127.0.0.1", 8233, 8080)]
+    published = interpolate(raw, {**TEST_ENV, "TEMPORAL_UI_BIND": "0.0.0.0"})
+    assert port_mappings(published["services"]["temporal-ui"]) == [("0.0.0.0", 8233, 8080)]
     assert port_mappings(services["temporal"]) == [("127.0.0.1", 7233, 7233)]
     assert "ports" not in services["postgresql"], "the database stays on the compose network"
 
@@ -496,3 +507,94 @@ def test_the_image_runs_both_processes_as_a_user() -> None:
     assert env.get("AGUI_GATEWAY_HOST") == "0.0.0.0"
     fields = {f"AGUI_{name.upper()}" for name in Settings.model_fields}
     assert set(env) <= fields
+
+
+# --- secrets, encryption and the Web UI -----------------------------------------------------
+
+
+def test_engine_secrets_come_from_files_or_the_environment(
+    raw: dict[str, Any], services: dict[str, Any], tmp_path: Path
+) -> None:
+    """Both processes read secrets from files in a read-only ``/run/secrets`` (a host
+    folder) or from variables left empty unless given; the files' names are the ones
+    ``settings.Settings`` reads there."""
+    for name in ENGINE_SERVICES:
+        env = environment(services[name])
+        assert env["AGUI_SECRETS_DIR"] == SECRETS_DIR, name
+        [mount] = [
+            volume for volume in services[name]["volumes"] if volume["target"] == SECRETS_DIR
+        ]
+        assert mount["type"] == "bind" and mount["read_only"] is True, name
+        assert mount["source"] == "./secrets"
+        # The same keys for both: the gateway decodes what the worker encrypts.
+        assert environment(raw["services"][name])["AGUI_PAYLOAD_KEYS"] == "${AGUI_PAYLOAD_KEYS:-}"
+    gateway = environment(raw["services"]["gateway"])
+    for field in ENGINE_SECRETS:
+        assert gateway[f"AGUI_{field.upper()}"] == f"${{AGUI_{field.upper()}:-}}", field
+
+    values = {
+        "auth_hs256_secret": "a-secret-from-a-file-0123456789abcdef",
+        "payload_keys": f"k1:{base64.b64encode(bytes(32)).decode()}",
+        "session_secret": "a-session-secret-from-a-file-0123456789",
+        "oidc_client_secret": "a-client-secret",
+    }
+    for field, value in values.items():
+        (tmp_path / f"agui_{field}").write_text(value)
+    read = Settings(_secrets_dir=tmp_path)  # type: ignore[call-arg]
+    for field, value in values.items():
+        assert getattr(read, field).get_secret_value() == value, field
+
+
+def test_the_web_ui_decodes_through_the_gateway_and_is_read_only(
+    raw: dict[str, Any], services: dict[str, Any]
+) -> None:
+    ui = environment(services["temporal-ui"])
+    gateway = environment(services["gateway"])
+    for key in (
+        "TEMPORAL_AUTH_ENABLED",
+        "TEMPORAL_AUTH_PROVIDER_URL",
+        "TEMPORAL_AUTH_ISSUER_URL",
+        "TEMPORAL_AUTH_CLIENT_ID",
+        "TEMPORAL_AUTH_CLIENT_SECRET",
+        "TEMPORAL_AUTH_CALLBACK_URL",
+        "TEMPORAL_AUTH_SCOPES",
+        "TEMPORAL_CODEC_PASS_ACCESS_TOKEN",
+        "TEMPORAL_CODEC_INCLUDE_CREDENTIALS",
+    ):
+        assert key in ui, key
+        assert environment(raw["services"]["temporal-ui"])[key].startswith(f"${{{key}:-"), key
+    assert ui["TEMPORAL_AUTH_ENABLED"] == "false" and ui["TEMPORAL_AUTH_CLIENT_SECRET"] == ""
+    assert ui["TEMPORAL_DISABLE_WRITE_ACTIONS"] == "true"
+    # The UI's page calls the gateway's codec server where this host publishes it, and
+    # the gateway answers that page's origin on /codec.
+    [(_, published, _)] = port_mappings(services["gateway"])
+    assert ui["TEMPORAL_CODEC_ENDPOINT"] == f"http://localhost:{published}/codec"
+    assert ui["TEMPORAL_CORS_ORIGINS"] in gateway["AGUI_CODEC_ORIGINS"].split(",")
+    origin = "https://temporal.example.com"
+    overridden = environment(
+        interpolate(raw, {**TEST_ENV, "AGUI_CODEC_ORIGINS": origin})["services"]["gateway"]
+    )
+    assert overridden["AGUI_CODEC_ORIGINS"] == origin
+
+
+def test_the_inboxs_sign_in_is_configurable(
+    services: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gateway = environment(services["gateway"])
+    for key in ("AGUI_OIDC_ISSUER", "AGUI_OIDC_CLIENT_ID", "AGUI_PUBLIC_URL"):
+        assert key in gateway, key
+    settings = settings_from(gateway, monkeypatch)
+    assert settings.oidc_issuer is None and settings.payload_keys is None
+
+
+def test_the_worker_health_check_uses_the_engines_connection(services: dict[str, Any]) -> None:
+    probe = "\n".join(services["worker"]["healthcheck"]["test"])
+    assert "connect(Settings())" in probe and "Client.connect" not in probe
+
+
+def test_local_state_and_secrets_never_reach_the_image() -> None:
+    for path in (".data", ".data/payload-keys", ".env", "secrets", "secrets/agui_payload_keys"):
+        assert dockerignore_excludes(path), path
+    copied = re.findall(r"^COPY (?!--from)(?:--\S+ )*(.+)$", DOCKERFILE.read_text(), re.MULTILINE)
+    sources = [source for line in copied for source in line.split()[:-1]]
+    assert not [s for s in sources if s in (".", "./") or s.startswith((".data", "secrets"))]

@@ -14,9 +14,11 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from gateway.streaming import thread_handle
+from settings import Settings
 from tests.helpers import (
     TEMPORAL_CLI,
     Stack,
+    bearer,
     eventually,
     new_thread,
     post_run,
@@ -141,12 +143,10 @@ async def test_current_details_say_what_the_thread_waits_for(client: Client, sta
     assert await _details(client, thread_id) == details
     # The runbook's terminal commands show the same.
     workflow_id = workflow_id_for(thread_id)
-    metadata = await _cli(
-        client, "workflow", "metadata", "--workflow-id", workflow_id, "-o", "json"
-    )
+    metadata = await _cli(stack, "workflow", "metadata", "--workflow-id", workflow_id, "-o", "json")
     assert json.loads(metadata)["queryResult"][0]["currentDetails"] == details
     view = await _cli(
-        client, "workflow", "query", "--workflow-id", workflow_id, "--name", "view", "-o", "json"
+        stack, "workflow", "query", "--workflow-id", workflow_id, "--name", "view", "-o", "json"
     )
     # The CLI shows an empty list (e.g. of an interrupt's approvers' groups) as null.
     assert json.loads(view)["queryResult"][0]["interrupts"] == _empty_as_null([approval, form])
@@ -227,13 +227,21 @@ def _empty_as_null(value: Any) -> Any:
     return value
 
 
-async def _cli(client: Client, *args: str) -> str:
-    """Run the ``temporal`` CLI against the test server, as the runbook shows it."""
+async def _cli(stack: Stack, *args: str) -> str:
+    """Run the ``temporal`` CLI against the test server, as the runbook shows it: reading
+    and writing payloads through the gateway's codec server, with an admin's token (with
+    payload keys set, the server holds only ciphertext)."""
+    assert stack.client is not None
+    admin = bearer("operator", [Settings.model_fields["auth_admin_group"].default])
     process = await asyncio.create_subprocess_exec(
         str(TEMPORAL_CLI),
         *args,
         "--address",
-        client.service_client.config.target_host,
+        stack.client.service_client.config.target_host,
+        "--codec-endpoint",
+        f"{stack.url}/codec",
+        "--codec-auth",
+        admin["Authorization"],
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -243,11 +251,11 @@ async def _cli(client: Client, *args: str) -> str:
 
 
 async def _operator_resume_cli(
-    client: Client, command: str, workflow_id: str, request: dict[str, Any]
+    stack: Stack, command: str, workflow_id: str, request: dict[str, Any]
 ) -> str:
     """``temporal workflow <command> --workflow-id ... --name operator_resume --input ...``"""
     return await _cli(
-        client,
+        stack,
         "workflow",
         *command.split(),
         "--workflow-id",
@@ -267,7 +275,7 @@ async def test_an_operator_resumes_by_cli_signal_or_update_with_an_audit_trail(
 
     # A bad signal cannot answer: it is audited as rejected and changes nothing.
     bad = {"resume": [_approve(approval, "yes")], "operator": "bob"}
-    await _operator_resume_cli(client, "signal", workflow_id, bad)
+    await _operator_resume_cli(stack, "signal", workflow_id, bad)
 
     async def audited(count: int) -> bool:
         return len((await _thread(stack, thread_id))["audit"]) == count
@@ -283,7 +291,7 @@ async def test_an_operator_resumes_by_cli_signal_or_update_with_an_audit_trail(
     )
 
     good = {"resume": [_approve(approval)], "operator": "bob"}
-    await _operator_resume_cli(client, "signal", workflow_id, good)
+    await _operator_resume_cli(stack, "signal", workflow_id, good)
     # The applied resume, and the permit of the email it approved.
     await eventually(lambda: audited(3), what="the applied signal in the audit trail")
     thread = await _thread(stack, thread_id)
@@ -294,6 +302,6 @@ async def test_an_operator_resumes_by_cli_signal_or_update_with_an_audit_trail(
     ]
 
     # The update form answers on the terminal; here a repeat, so nothing runs again.
-    out = await _operator_resume_cli(client, "update execute -o json", workflow_id, good)
+    out = await _operator_resume_cli(stack, "update execute -o json", workflow_id, good)
     assert json.loads(out)["result"]["outcome"] == "repeated"
     assert len((await _thread(stack, thread_id))["state"]["outbox"]) == 1

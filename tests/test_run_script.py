@@ -1,5 +1,6 @@
 """``make run``: its launcher (``scripts/run.py``) refuses a taken port before it starts
-anything, sets up development sign-in and says where the inbox is, and the target
+anything, sets up development sign-in and says where the inbox is, encrypts threads
+with a development key and points the Web UI at the codec server, and the target
 installs nothing from npm."""
 
 from __future__ import annotations
@@ -16,10 +17,16 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import ModuleType
 
+import httpx
+import jwt
 import pytest
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payload, Payloads
 
+import codec
 from gateway import tokens
 from settings import Settings
+from tests.helpers import serve_gateway
 
 ROOT = Path(__file__).resolve().parent.parent
 PORT_VARIABLES = ("AGUI_TEMPORAL_PORT", "AGUI_TEMPORAL_UI_PORT", "AGUI_GATEWAY_PORT")
@@ -32,6 +39,7 @@ def launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """``scripts/run.py`` as a module, keeping its development secrets in ``tmp_path``."""
     monkeypatch.setattr(tokens, "DEV_SECRET", tmp_path / "dev-secret")
     monkeypatch.setattr(tokens, "DEV_SESSION_SECRET", tmp_path / "session-secret")
+    monkeypatch.setattr(tokens, "DEV_PAYLOAD_KEYS", tmp_path / "payload-keys")
     spec = importlib.util.spec_from_file_location("run_script", ROOT / "scripts" / "run.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -185,3 +193,76 @@ def test_with_a_provider_or_real_tokens_there_is_no_development_sign_in(
     assert launcher.authentication(tokens_only, env) == []
     assert env == {}
     assert "sign-in not configured" in launcher.inbox(tokens_only, env)
+
+
+def test_threads_are_encrypted_with_a_development_key_kept_across_restarts(
+    launcher: ModuleType, tmp_path: Path
+) -> None:
+    env: dict[str, str] = {}
+    line = launcher.encryption(Settings(payload_keys=None), env)
+    keys = codec.PayloadKeys.parse(env["AGUI_PAYLOAD_KEYS"])
+    assert keys.active == "dev"
+    assert (tmp_path / "payload-keys").stat().st_mode & 0o077 == 0
+    kept = tmp_path / "payload-keys"
+    assert line == f"  Encryption      payloads encrypted with the development key ({kept})"
+    again: dict[str, str] = {}
+    launcher.encryption(Settings(payload_keys=None), again)
+    assert again == env
+
+    own = f"mine:{codec.new_key()}"
+    env = {}
+    assert launcher.encryption(Settings(payload_keys=own), env).endswith("with AGUI_PAYLOAD_KEYS")
+    assert env == {}
+
+
+async def test_the_web_ui_decodes_through_the_codec_server_with_a_codec_token(
+    launcher: ModuleType,
+) -> None:
+    """The embedded UI's codec endpoint carries a token of the codec group alone, which the
+    gateway ``make run`` starts accepts there, for the UI's origin."""
+    settings = Settings(gateway_port=8123, temporal_ui_port=8124, payload_keys=None)
+    env: dict[str, str] = {}
+    launcher.authentication(settings, env)
+    launcher.encryption(settings, env)
+    endpoint, note = launcher.web_ui_codec(settings, env)
+    assert note == "(payloads decoded by the gateway's codec server)"
+    prefix = "http://localhost:8123/codec/token/"
+    assert endpoint.startswith(prefix)
+    token = endpoint.removeprefix(prefix)
+    claims = jwt.decode(token, env["AGUI_AUTH_HS256_SECRET"], algorithms=["HS256"])
+    assert (claims["sub"], claims["groups"]) == ("temporal-web-ui", ["agui-codec"])
+    assert env["AGUI_CODEC_GROUP"] == "agui-codec"
+    assert env["AGUI_CODEC_ORIGINS"] == "http://localhost:8124,http://127.0.0.1:8124"
+
+    gateway = Settings(
+        auth_hs256_secret=env["AGUI_AUTH_HS256_SECRET"],
+        payload_keys=env["AGUI_PAYLOAD_KEYS"],
+        codec_group=env["AGUI_CODEC_GROUP"],
+        codec_origins=env["AGUI_CODEC_ORIGINS"],
+    )
+    plain = Payload(metadata={"encoding": b"json/plain"}, data=b'"hello"')
+    body = json_format.MessageToDict(Payloads(payloads=[plain]))
+    headers = {"Origin": "http://localhost:8124", "X-Namespace": "default"}
+    # No Temporal needed: the codec server never calls it (the client connects lazily).
+    async with serve_gateway(gateway, None) as url, httpx.AsyncClient(base_url=url) as http:
+        sealed = await http.post(f"/codec/token/{token}/encode", json=body, headers=headers)
+        assert sealed.status_code == 200, sealed.text
+        assert sealed.headers["access-control-allow-origin"] == "http://localhost:8124"
+        decoded = await http.post(f"/codec/token/{token}/decode", json=sealed.json())
+        assert json_format.ParseDict(decoded.json(), Payloads()).payloads == [plain]
+
+
+def test_without_a_secret_to_sign_with_the_web_ui_gets_the_plain_endpoint(
+    launcher: ModuleType,
+) -> None:
+    provider = Settings(
+        auth_jwks_url="https://idp.example/jwks",
+        auth_issuer="https://idp.example",
+        auth_audience="agui",
+        temporal_ui_port=8124,
+    )
+    env: dict[str, str] = {}
+    launcher.authentication(provider, env)
+    endpoint, note = launcher.web_ui_codec(provider, env)
+    assert endpoint == "http://localhost:8000/codec" and "needs a token" in note
+    assert "AGUI_CODEC_GROUP" not in env

@@ -513,6 +513,8 @@ def routes(http: TestClient) -> list[tuple[str, str]]:
     for path, operations in http.get("/openapi.json").json()["paths"].items():
         filled = path.replace("{agent_id}", "demo").replace("{thread_id}", "t1")
         filled = filled.replace("{run_id}", "r1").replace("{interrupt_id}", "i1")
+        # The codec server's token-in-path form: the path's token is the credential.
+        filled = filled.replace("{operation}", "decode").replace("{token}", "not-a-jwt")
         found += [(method.upper(), filled) for method in operations]
     return [*found, ("GET", "/openapi.json")]
 
@@ -530,6 +532,8 @@ def test_every_route_but_healthz_is_listed_here(http: TestClient) -> None:
         "/threads/t1/interrupts/i1/decisions",
         "/interrupts",
         "/metrics",
+        "/codec/decode",
+        "/codec/token/not-a-jwt/decode",
         "/healthz",
         "/openapi.json",
     }
