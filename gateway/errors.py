@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from temporalio.api.enums.v1 import ResourceExhaustedScope
 from temporalio.api.errordetails.v1 import ResourceExhaustedFailure, WorkflowNotReadyFailure
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -85,9 +85,10 @@ class GatewayErrorCode(StrEnum):
     an error id, and the gateway's log the error under it."""
 
 
-TEMPORAL_ERRORS: tuple[type[Exception], ...] = (RPCError, RuntimeError)
-"""What a Temporal call raises when the server cannot serve it: an ``RPCError``, or a
-``RuntimeError`` when a lazily connected client fails to connect at all."""
+TEMPORAL_ERRORS: tuple[type[Exception], ...] = (RPCError, RuntimeError, WorkflowQueryFailedError)
+"""What a Temporal call raises when the server cannot serve it: an ``RPCError``, a
+``RuntimeError`` when a lazily connected client fails to connect at all, or a failed
+query when the worker cannot serve the thread's read (a payload key missing, say)."""
 
 
 RETRY_AFTER_SECONDS = 1
@@ -247,6 +248,8 @@ _INPUT_TOO_LARGE = (
 
 def _classified(err: Exception, sent_input: bool) -> tuple[int, GatewayErrorCode, str] | None:
     """What a failed call means for the client; ``None``: nothing it could act on."""
+    if isinstance(err, WorkflowQueryFailedError):
+        return _THREAD_UNAVAILABLE
     if not isinstance(err, RPCError):
         # A lazily connected client that cannot connect raises a RuntimeError.
         return _UNAVAILABLE if isinstance(err, RuntimeError) else None

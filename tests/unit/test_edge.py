@@ -11,7 +11,7 @@ from ag_ui.core import RunAgentInput
 from temporalio.api.common.v1 import GrpcStatus
 from temporalio.api.enums.v1 import ResourceExhaustedCause, ResourceExhaustedScope
 from temporalio.api.errordetails.v1 import ResourceExhaustedFailure, WorkflowNotReadyFailure
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -227,6 +227,7 @@ SYSTEM = ResourceExhaustedScope.RESOURCE_EXHAUSTED_SCOPE_SYSTEM
             503,
             "THREAD_UNAVAILABLE",
         ),
+        (WorkflowQueryFailedError(SECRET_TEXT), False, 503, "THREAD_UNAVAILABLE"),
         (ValueError(SECRET_TEXT), False, 500, "INTERNAL"),
     ],
     ids=[
@@ -242,6 +243,7 @@ SYSTEM = ResourceExhaustedScope.RESOURCE_EXHAUSTED_SCOPE_SYSTEM
         "permission-denied",
         "failed-precondition",
         "workflow-task-failing",
+        "query-failing",
         "a-bug",
     ],
 )
