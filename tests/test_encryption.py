@@ -100,7 +100,8 @@ async def histories(client: Client, thread_id: str) -> list[History]:
     """Every workflow run of the thread, as Temporal stores it; the runs the visibility
     store lists for the thread's workflow id are exactly those."""
     chain = [
-        (run_id, History(events=events)) async for run_id, events in run_histories(client, thread_id)
+        (run_id, History(events=events))
+        async for run_id, events in run_histories(client, thread_id)
     ]
     query = f"WorkflowId = '{workflow_id_for(thread_id)}'"
 

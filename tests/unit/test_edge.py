@@ -188,9 +188,7 @@ def test_a_principal_holds_at_most_its_slots_and_gets_them_back() -> None:
 # --- what a failed Temporal call tells the client ------------------------------------------
 
 
-def rpc_error(
-    status: RPCStatusCode, scope: int | None = None, not_ready: bool = False
-) -> RPCError:
+def rpc_error(status: RPCStatusCode, scope: int | None = None, not_ready: bool = False) -> RPCError:
     grpc_status = GrpcStatus(code=int(status), message=SECRET_TEXT)
     if not_ready:
         grpc_status.details.add().Pack(WorkflowNotReadyFailure())
