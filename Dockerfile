@@ -21,7 +21,7 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /src
-COPY pyproject.toml README.md settings.py worker.py logs.py tracing.py ./
+COPY pyproject.toml README.md settings.py worker.py logs.py tracing.py codec.py ./
 COPY workflows ./workflows
 COPY activities ./activities
 COPY gateway ./gateway
