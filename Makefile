@@ -55,8 +55,10 @@ unit: $(INSTALLED)
 histories: $(INSTALLED)
 	$(BIN)/python -m tests.record_histories
 
+# CODEC=on or CODEC=off: payloads encrypted with a fresh key, or not; unset, as
+# AGUI_PAYLOAD_KEYS says (docs/bench.md, "Encryption").
 bench: $(INSTALLED)
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(if $(CODEC),--codec $(CODEC))
 
 lint: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet ruff==0.17.6 mypy==2.4.1

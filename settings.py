@@ -57,6 +57,9 @@ class Settings(BaseSettings):
         env_prefix="AGUI_",
         env_ignore_empty=True,
         frozen=True,
+        # A malformed secret (``payload_keys`` above all) must not be quoted back by its
+        # validation error, which would put it in a crashed process's log.
+        hide_input_in_errors=True,
         # Secrets may also come as files named for their variable (``agui_payload_keys``)
         # in this directory, such as Docker's and Kubernetes' ``/run/secrets``.
         secrets_dir=os.environ.get("AGUI_SECRETS_DIR"),

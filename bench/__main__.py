@@ -1,4 +1,5 @@
-"""``python -m bench [--quick]``: the engine's latency, throughput and history cost.
+"""``python -m bench [--quick] [--codec on|off]``: the engine's latency, throughput and
+history cost.
 
 Starts its own in-memory Temporal dev server, the engine's worker, the gateway on a
 loopback port and a worker for the bench's own workflows; measures the raw update floor,
@@ -18,7 +19,9 @@ import sys
 from dataclasses import dataclass
 
 import httpx
+from pydantic import SecretStr
 
+import codec
 from bench.cycles import measure_cycles, measure_resumes
 from bench.floor import measure_floor
 from bench.report import Results, render
@@ -27,6 +30,7 @@ from bench.stack import Stack, running_stack
 from bench.stats import Summary
 from bench.streams import measure_streams
 from bench.tokens import measure_tokens, token_agent
+from settings import Settings
 from tests.chat_server import ChatServer
 from workflows.agents import EXAMPLES
 
@@ -79,10 +83,11 @@ QUICK = Counts(
 )
 
 
-async def bench(counts: Counts) -> Results:
-    """Run every measurement on one freshly started stack."""
+async def bench(counts: Counts, payload_keys: SecretStr | None) -> Results:
+    """Run every measurement on one freshly started stack, encrypting payloads with
+    ``payload_keys`` when given."""
     with ChatServer().serving() as model_server:
-        return await _bench(counts, model_server)
+        return await _bench(counts, model_server, payload_keys)
 
 
 @dataclass(frozen=True)
@@ -119,9 +124,11 @@ async def _alternating(
     )
 
 
-async def _bench(counts: Counts, model_server: ChatServer) -> Results:
+async def _bench(
+    counts: Counts, model_server: ChatServer, payload_keys: SecretStr | None
+) -> Results:
     async with (
-        running_stack((*EXAMPLES, token_agent(model_server))) as stack,
+        running_stack((*EXAMPLES, token_agent(model_server)), payload_keys) as stack,
         httpx.AsyncClient(
             base_url=stack.base_url,
             headers=stack.headers,
@@ -151,10 +158,28 @@ async def main() -> None:
     """Parse the flags, bench, print the table."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small counts: a smoke run")
-    counts = QUICK if parser.parse_args().quick else FULL
+    parser.add_argument(
+        "--codec",
+        choices=["on", "off"],
+        help="encrypt payloads with a fresh key (on) or not at all (off); by default as "
+        "AGUI_PAYLOAD_KEYS says",
+    )
+    args = parser.parse_args()
+    counts = QUICK if args.quick else FULL
     async with asyncio.timeout(DEADLINE_SECONDS):
-        results = await bench(counts)
+        results = await bench(counts, _payload_keys(args.codec))
     print(render(results), flush=True)
+
+
+def _payload_keys(codec_flag: str | None) -> SecretStr | None:
+    """The keys the bench encrypts with: a fresh one for ``--codec on`` (the bench's
+    server is in memory, so nothing needs it afterwards), none for ``off``, else the
+    environment's."""
+    if codec_flag == "on":
+        return SecretStr(f"bench:{codec.new_key()}")
+    if codec_flag == "off":
+        return None
+    return Settings().payload_keys
 
 
 if __name__ == "__main__":

@@ -61,13 +61,15 @@ class Stack:
 
 
 @asynccontextmanager
-async def running_stack(agents: Sequence[AgentDefinition]) -> AsyncIterator[Stack]:
+async def running_stack(
+    agents: Sequence[AgentDefinition], payload_keys: SecretStr | None
+) -> AsyncIterator[Stack]:
     """Start everything, the engine serving ``agents``, on fresh task queues; stop it all,
-    server last, on exit."""
+    server last, on exit. With ``payload_keys``, every client encrypts (``codec.py``)."""
     with _stdout_to_stderr():
         env = await WorkflowEnvironment.start_local(
             dev_server_existing_path=str(TEMPORAL_CLI),
-            data_converter=Settings().data_converter(),
+            data_converter=Settings(payload_keys=payload_keys).data_converter(),
             search_attributes=search_attributes.ALL,
             dev_server_log_level="error",
         )
@@ -77,6 +79,7 @@ async def running_stack(agents: Sequence[AgentDefinition]) -> AsyncIterator[Stac
             task_queue=f"bench-engine-{uuid.uuid4()}",
             auth_hs256_secret=SecretStr(secret),
             max_streams_per_principal=STREAMS_PER_PRINCIPAL,
+            payload_keys=payload_keys,
         )
         headers = {"Authorization": f"Bearer {mint(secret, PRINCIPAL, settings=settings)}"}
         bench_task_queue = f"bench-own-{uuid.uuid4()}"

@@ -21,8 +21,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from temporalio.api.enums.v1 import ResourceExhaustedScope
-from temporalio.api.errordetails.v1 import ResourceExhaustedFailure
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.api.errordetails.v1 import ResourceExhaustedFailure, WorkflowNotReadyFailure
+from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -71,6 +71,11 @@ class GatewayErrorCode(StrEnum):
     rate-limits the namespace or the thread (429, with ``Retry-After``)."""
     INPUT_TOO_LARGE = "INPUT_TOO_LARGE"
     """Temporal refused the run's input, for its size (413)."""
+    THREAD_UNAVAILABLE = "THREAD_UNAVAILABLE"
+    """The thread's workflow task keeps failing, so nothing can read or run it until a
+    worker can process it: most often a payload key (``AGUI_PAYLOAD_KEYS``) the thread
+    was encrypted with is missing; the worker's log names it. Nothing is lost (503,
+    with ``Retry-After``)."""
     UNKNOWN_ROUTE = "UNKNOWN_ROUTE"
     """No endpoint at that path (404)."""
     METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
@@ -88,9 +93,10 @@ class GatewayErrorCode(StrEnum):
     an error id, and the gateway's log the error under it."""
 
 
-TEMPORAL_ERRORS: tuple[type[Exception], ...] = (RPCError, RuntimeError)
-"""What a Temporal call raises when the server cannot serve it: an ``RPCError``, or a
-``RuntimeError`` when a lazily connected client fails to connect at all."""
+TEMPORAL_ERRORS: tuple[type[Exception], ...] = (RPCError, RuntimeError, WorkflowQueryFailedError)
+"""What a Temporal call raises when the server cannot serve it: an ``RPCError``, a
+``RuntimeError`` when a lazily connected client fails to connect at all, or a failed
+query when the worker cannot serve the thread's read (a payload key missing, say)."""
 
 
 RETRY_AFTER_SECONDS = 1
@@ -235,6 +241,12 @@ _RATE_LIMITED = (
     GatewayErrorCode.TOO_MANY_REQUESTS,
     "Temporal limits requests to this namespace or thread; try again later",
 )
+_THREAD_UNAVAILABLE = (
+    503,
+    GatewayErrorCode.THREAD_UNAVAILABLE,
+    "The thread cannot be served until a worker can process it (the worker's log says "
+    "why); try again later",
+)
 _INPUT_TOO_LARGE = (
     413,
     GatewayErrorCode.INPUT_TOO_LARGE,
@@ -244,11 +256,15 @@ _INPUT_TOO_LARGE = (
 
 def _classified(err: Exception, sent_input: bool) -> tuple[int, GatewayErrorCode, str] | None:
     """What a failed call means for the client; ``None``: nothing it could act on."""
+    if isinstance(err, WorkflowQueryFailedError):
+        return _THREAD_UNAVAILABLE
     if not isinstance(err, RPCError):
         # A lazily connected client that cannot connect raises a RuntimeError.
         return _UNAVAILABLE if isinstance(err, RuntimeError) else None
     if err.status in UNREACHABLE:
         return _UNAVAILABLE
+    if err.status == RPCStatusCode.FAILED_PRECONDITION and _workflow_not_ready(err):
+        return _THREAD_UNAVAILABLE
     if err.status == RPCStatusCode.RESOURCE_EXHAUSTED:
         scope = _exhausted_scope(err)
         if scope == ResourceExhaustedScope.RESOURCE_EXHAUSTED_SCOPE_SYSTEM:
@@ -268,6 +284,12 @@ def _exhausted_scope(err: RPCError) -> int | None:
         if detail.Unpack(failure):
             return int(failure.scope)
     return None
+
+
+def _workflow_not_ready(err: RPCError) -> bool:
+    """Whether Temporal refused a query or an update because the workflow's task is
+    failing (its ``WorkflowNotReadyFailure``), which a worker retries."""
+    return any(detail.Is(WorkflowNotReadyFailure.DESCRIPTOR) for detail in err.grpc_status.details)
 
 
 def unknown_thread(thread_id: str) -> ApiError:

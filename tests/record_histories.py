@@ -7,7 +7,10 @@ meant to be incompatible, once no thread recorded so can still be running; until
 guard it as ``tests/upgrade/`` shows (``docs/operations.md``).
 
 Each scenario runs through the real gateway on a fresh dev server; the file is named
-``<scenario>.<n>.json``, one per workflow run of the thread.
+``<scenario>.<n>.json``, one per workflow run of the thread. They are recorded without
+encryption, whatever ``AGUI_PAYLOAD_KEYS`` says, so a reviewer can read them; the
+replay of an encrypted history differs from theirs only in the codec, which passes
+plaintext through.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
+from settings import Settings
 from tests.helpers import LONG_LIVED as LONG_LIVED_RUNS
 from tests.helpers import (
     Stack,
@@ -192,12 +196,15 @@ async def main() -> None:
     HISTORIES.mkdir(exist_ok=True)
     for old in HISTORIES.glob("*.json"):
         old.unlink()
-    server = await start_dev_server()
+    plaintext = Settings(payload_keys=None)
+    server = await start_dev_server(settings=plaintext)
     try:
-        async with serve_stack(server.client) as stack:
+        async with serve_stack(server.client, payload_keys=None) as stack:
             for name, scenario in SCENARIOS.items():
                 await _record(server.client, stack, name, scenario)
-        async with serve_stack(server.client, continue_as_new_after_runs=LONG_LIVED_RUNS) as stack:
+        async with serve_stack(
+            server.client, payload_keys=None, continue_as_new_after_runs=LONG_LIVED_RUNS
+        ) as stack:
             for name, scenario in LONG_LIVED.items():
                 await _record(server.client, stack, name, scenario)
     finally:

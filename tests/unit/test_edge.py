@@ -10,8 +10,8 @@ import pytest
 from ag_ui.core import RunAgentInput
 from temporalio.api.common.v1 import GrpcStatus
 from temporalio.api.enums.v1 import ResourceExhaustedCause, ResourceExhaustedScope
-from temporalio.api.errordetails.v1 import ResourceExhaustedFailure
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.api.errordetails.v1 import ResourceExhaustedFailure, WorkflowNotReadyFailure
+from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -188,8 +188,10 @@ def test_a_principal_holds_at_most_its_slots_and_gets_them_back() -> None:
 # --- what a failed Temporal call tells the client ------------------------------------------
 
 
-def rpc_error(status: RPCStatusCode, scope: int | None = None) -> RPCError:
+def rpc_error(status: RPCStatusCode, scope: int | None = None, not_ready: bool = False) -> RPCError:
     grpc_status = GrpcStatus(code=int(status), message=SECRET_TEXT)
+    if not_ready:
+        grpc_status.details.add().Pack(WorkflowNotReadyFailure())
     if scope is not None:
         grpc_status.details.add().Pack(
             ResourceExhaustedFailure(
@@ -217,6 +219,13 @@ SYSTEM = ResourceExhaustedScope.RESOURCE_EXHAUSTED_SCOPE_SYSTEM
         (rpc_error(RPCStatusCode.INVALID_ARGUMENT), False, 500, "INTERNAL"),
         (rpc_error(RPCStatusCode.PERMISSION_DENIED), True, 500, "INTERNAL"),
         (rpc_error(RPCStatusCode.FAILED_PRECONDITION), True, 500, "INTERNAL"),
+        (
+            rpc_error(RPCStatusCode.FAILED_PRECONDITION, not_ready=True),
+            False,
+            503,
+            "THREAD_UNAVAILABLE",
+        ),
+        (WorkflowQueryFailedError(SECRET_TEXT), False, 503, "THREAD_UNAVAILABLE"),
         (ValueError(SECRET_TEXT), False, 500, "INTERNAL"),
     ],
     ids=[
@@ -230,7 +239,9 @@ SYSTEM = ResourceExhaustedScope.RESOURCE_EXHAUSTED_SCOPE_SYSTEM
         "grpc-limit-on-a-read",
         "invalid-argument-on-a-read",
         "permission-denied",
+        "failed-precondition",
         "workflow-task-failing",
+        "query-failing",
         "a-bug",
     ],
 )

@@ -20,8 +20,8 @@ LEAVES = {
     # The thread's state keeps each open interrupt's ballot (``approvers.Ballot``).
     "workflows/models.py": {"workflows.wire", "workflows.approvers"},
     "tracing.py": set(),
-    "logs.py": {"workflows.thread_ids"},
     "codec.py": set(),
+    "logs.py": {"workflows.thread_ids"},
     "settings.py": {"codec", "logs", "tracing"},
     "workflows/errors.py": set(),
     "workflows/budgets.py": {"workflows.errors", "workflows.models"},
