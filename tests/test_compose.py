@@ -513,7 +513,7 @@ def test_the_image_runs_both_processes_as_a_user() -> None:
 
 
 def test_engine_secrets_come_from_files_or_the_environment(
-    raw: dict[str, Any], services: dict[str, Any], tmp_path: Path
+    raw: dict[str, Any], services: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Both processes read secrets from files in a read-only ``/run/secrets`` (a host
     folder) or from variables left empty unless given; the files' names are the ones
@@ -540,6 +540,8 @@ def test_engine_secrets_come_from_files_or_the_environment(
     }
     for field, value in values.items():
         (tmp_path / f"agui_{field}").write_text(value)
+        # The environment wins over files (the suite sets AGUI_PAYLOAD_KEYS).
+        monkeypatch.delenv(f"AGUI_{field.upper()}", raising=False)
     read = Settings(_secrets_dir=tmp_path)  # type: ignore[call-arg]
     for field, value in values.items():
         assert getattr(read, field).get_secret_value() == value, field
