@@ -35,6 +35,12 @@ import tracing
 from logs import LogFormat
 
 DEFAULT_TEMPORAL_ADDRESS = "localhost:7233"
+EMBEDDED_SQLITE_PRAGMAS = ("journal_mode=wal",)
+"""The SQLite pragmas of ``make run``'s embedded Temporal server (and of the tests that
+restart one on a file, so they check what ``make run`` does). WAL commits by appending
+instead of rewriting pages through a rollback journal; ``synchronous`` stays at SQLite's
+default, FULL, on purpose: ``docs/operations.md``, "Storage settings of the embedded
+server"."""
 MAX_BODY_BYTES = 1024 * 1024
 """The default cap on a request body: 1 MiB, a long conversation resent whole."""
 MAX_STREAMS_PER_PRINCIPAL = 32

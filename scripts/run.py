@@ -3,7 +3,8 @@
 Starts the embedded Temporal dev server (unless ``TEMPORAL_ADDRESS`` names one already
 running), the worker and the gateway; restarts the worker or gateway if either dies, as a
 process manager would; and on Ctrl-C or SIGTERM stops them in order: gateway, worker,
-then Temporal, which flushes its SQLite file so the next ``make run`` finds every thread.
+then Temporal, whose SQLite files (the database and its ``-wal`` beside it) the next
+``make run`` reads back with every thread.
 
 Threads are encrypted in Temporal by default: without ``AGUI_PAYLOAD_KEYS`` the worker and
 the gateway get the development key kept in ``.data/payload-keys``, and the Web UI reads
@@ -37,7 +38,7 @@ from gateway.tokens import (
     dev_session_secret,
     mint,
 )
-from settings import Settings
+from settings import EMBEDDED_SQLITE_PRAGMAS, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / ".data"
@@ -266,6 +267,33 @@ def inbox(settings: Settings, env: dict[str, str]) -> str:
     return f"  Inbox           {address}  ({how})"
 
 
+def temporal_argv(settings: Settings, codec_endpoint: str) -> list[str]:
+    """The embedded dev server's command line, with its SQLite pragmas.
+
+    ``journal_mode=wal`` lets the server commit by appending to ``temporal.sqlite-wal``
+    instead of rewriting pages through a rollback journal: less CPU and I/O per interrupt
+    cycle. ``synchronous`` is left at SQLite's default (FULL), so every acknowledged
+    commit is on disk before it is acknowledged, as before: an approval the engine
+    acknowledged survives even a power loss.
+    """
+    return [
+        str(TEMPORAL_CLI),
+        "server",
+        "start-dev",
+        "--db-filename",
+        str(DATA / "temporal.sqlite"),
+        *(arg for pragma in EMBEDDED_SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma)),
+        "--port",
+        str(settings.temporal_port),
+        "--ui-port",
+        str(settings.temporal_ui_port),
+        "--ui-codec-endpoint",
+        codec_endpoint,
+        "--log-level",
+        "warn",
+    ]
+
+
 async def main(settings: Settings, embedded: bool) -> None:
     env = dict(os.environ)
     auth_lines = authentication(settings, env)
@@ -276,27 +304,7 @@ async def main(settings: Settings, embedded: bool) -> None:
         DATA.mkdir(exist_ok=True)
         codec_endpoint, ui_note = web_ui_codec(settings, env)
         env["TEMPORAL_ADDRESS"] = f"{TEMPORAL_HOST}:{settings.temporal_port}"
-        services.append(
-            Service(
-                "temporal",
-                [
-                    str(TEMPORAL_CLI),
-                    "server",
-                    "start-dev",
-                    "--db-filename",
-                    str(DATA / "temporal.sqlite"),
-                    "--port",
-                    str(settings.temporal_port),
-                    "--ui-port",
-                    str(settings.temporal_ui_port),
-                    "--ui-codec-endpoint",
-                    codec_endpoint,
-                    "--log-level",
-                    "warn",
-                ],
-                env,
-            )
-        )
+        services.append(Service("temporal", temporal_argv(settings, codec_endpoint), env))
     gateway_port = settings.gateway_port
     services += [
         Service("worker", [sys.executable, "worker.py"], env),

@@ -27,7 +27,7 @@ from temporalio.testing import WorkflowEnvironment
 from gateway.app import create_app
 from gateway.streaming import thread_handle
 from gateway.tokens import mint
-from settings import Settings
+from settings import EMBEDDED_SQLITE_PRAGMAS, Settings
 from worker import build_worker, ensure_search_attributes
 from workflows.agents import EXAMPLES
 from workflows.models import ThreadStart, ThreadState
@@ -104,6 +104,9 @@ async def start_dev_server(
         for key, value in (dynamic_config or {}).items()
         for arg in ("--dynamic-config-value", f"{key}={json.dumps(value)}")
     ]
+    if database:
+        # On a file, as ``make run`` keeps it.
+        config += [arg for pragma in EMBEDDED_SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma)]
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(TEMPORAL_CLI),
         dev_server_database_filename=str(database) if database else None,

@@ -21,7 +21,7 @@ import httpx
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from settings import Settings
+from settings import EMBEDDED_SQLITE_PRAGMAS, Settings
 from tests.helpers import (
     TEMPORAL_CLI,
     TEST_SECRET,
@@ -155,6 +155,7 @@ class DevServer:
                 "start-dev",
                 "--db-filename",
                 str(self.database),
+                *(arg for pragma in EMBEDDED_SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma)),
                 "--ip",
                 "127.0.0.1",
                 "--port",

@@ -266,3 +266,15 @@ def test_without_a_secret_to_sign_with_the_web_ui_gets_the_plain_endpoint(
     endpoint, note = launcher.web_ui_codec(provider, env)
     assert endpoint == "http://localhost:8000/codec" and "needs a token" in note
     assert "AGUI_CODEC_GROUP" not in env
+
+
+def test_the_embedded_server_keeps_its_sqlite_file_in_wal_mode_with_full_sync(
+    launcher: ModuleType,
+) -> None:
+    """``make run``'s server journals to a write-ahead log and leaves ``synchronous`` at
+    SQLite's default (FULL): no acknowledged decision is lost on power loss
+    (``docs/operations.md``, "Storage settings of the embedded server")."""
+    argv = launcher.temporal_argv(Settings(), "http://localhost:8000/codec")
+    pragmas = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--sqlite-pragma"]
+    assert pragmas == ["journal_mode=wal"]
+    assert argv[argv.index("--db-filename") + 1] == str(ROOT / ".data" / "temporal.sqlite")
