@@ -1,12 +1,13 @@
-"""``python -m bench [--quick] [--codec on|off]``: the engine's latency, throughput and
-history cost.
+"""``python -m bench [--quick] [--codec on|off] [--only growth]``: the engine's latency,
+throughput and history cost.
 
 Starts its own in-memory Temporal dev server, the engine's worker, the gateway on a
 loopback port and a worker for the bench's own workflows; measures the raw update floor,
 the floor of an update that runs a local activity, full AG-UI runs over HTTP and the
 interrupt cycle (resume -> RUN_FINISHED), at concurrency 1 and 16, each in alternating
 rounds; then the cycle at 64, resumes alone, one thread's history, the streaming
-alternatives, and a streamed model's token latency; prints one table; stops everything.
+alternatives, a streamed model's token latency, and one conversation's growth over its
+turns; prints one table; stops everything. ``--only growth`` measures the growth alone.
 See docs/bench.md.
 """
 
@@ -24,7 +25,8 @@ from pydantic import SecretStr
 import codec
 from bench.cycles import measure_cycles, measure_resumes
 from bench.floor import measure_floor
-from bench.report import Results, render
+from bench.growth import Growth, measure_growth
+from bench.report import Results, render, render_growth
 from bench.runs import measure_runs, thread_history
 from bench.stack import Stack, running_stack
 from bench.stats import Summary
@@ -57,6 +59,8 @@ class Counts:
     warmup_runs: int
     token_replies: int
     tokens_per_reply: int
+    growth_marks: tuple[int, ...]
+    """The turns of one conversation at which its growth is read, first to last."""
 
 
 FULL = Counts(
@@ -69,6 +73,7 @@ FULL = Counts(
     warmup_runs=5,
     token_replies=10,
     tokens_per_reply=50,
+    growth_marks=(2, 50, 100, 200),
 )
 QUICK = Counts(
     floor={1: 20, 16: 80},
@@ -80,6 +85,7 @@ QUICK = Counts(
     warmup_runs=2,
     token_replies=2,
     tokens_per_reply=20,
+    growth_marks=(2, 10, 20),
 )
 
 
@@ -151,7 +157,18 @@ async def _bench(
         tokens = await measure_tokens(
             http, model_server, counts.token_replies, counts.tokens_per_reply
         )
-    return Results(floor, tool_floor, runs, cycles, resumes, history, streams, tokens)
+        growth = await measure_growth(stack.client, http, counts.growth_marks)
+    return Results(floor, tool_floor, runs, cycles, resumes, history, streams, tokens, growth)
+
+
+async def growth_only(counts: Counts, payload_keys: SecretStr | None) -> Growth:
+    """One conversation's growth on a freshly started stack, nothing else."""
+    async with (
+        running_stack(EXAMPLES, payload_keys) as stack,
+        httpx.AsyncClient(base_url=stack.base_url, headers=stack.headers, timeout=30) as http,
+    ):
+        await measure_runs(http, counts.warmup_runs, 1, counts.runs_per_thread)
+        return await measure_growth(stack.client, http, counts.growth_marks)
 
 
 async def main() -> None:
@@ -164,11 +181,17 @@ async def main() -> None:
         help="encrypt payloads with a fresh key (on) or not at all (off); by default as "
         "AGUI_PAYLOAD_KEYS says",
     )
+    parser.add_argument(
+        "--only", choices=["growth"], help="run one measurement alone: the conversation growth"
+    )
     args = parser.parse_args()
     counts = QUICK if args.quick else FULL
     async with asyncio.timeout(DEADLINE_SECONDS):
-        results = await bench(counts, _payload_keys(args.codec))
-    print(render(results), flush=True)
+        if args.only == "growth":
+            table = render_growth(await growth_only(counts, _payload_keys(args.codec)))
+        else:
+            table = render(await bench(counts, _payload_keys(args.codec)))
+    print(table, flush=True)
 
 
 def _payload_keys(codec_flag: str | None) -> SecretStr | None:

@@ -25,11 +25,22 @@ class Conversation:
     messages: list[dict[str, Any]] = field(default_factory=list)
     runs: int = 0
 
-    def next_input(self) -> dict[str, Any]:
+    def next_input(self, content: str = PROMPT) -> dict[str, Any]:
         """The ``RunAgentInput`` JSON of the thread's next run: one new user message."""
         self.runs += 1
-        self.messages.append({"id": f"u{self.runs}", "role": "user", "content": PROMPT})
+        self.messages.append({"id": f"u{self.runs}", "role": "user", "content": content})
         return {"threadId": self.thread_id, "runId": f"r{self.runs}", "messages": self.messages}
+
+    def resume_input(self, resume: list[dict[str, Any]]) -> dict[str, Any]:
+        """The ``RunAgentInput`` JSON of a run that answers the thread's interrupts: the
+        conversation as it stands, no new message."""
+        self.runs += 1
+        return {
+            "threadId": self.thread_id,
+            "runId": f"r{self.runs}",
+            "messages": self.messages,
+            "resume": resume,
+        }
 
     def remember(self, snapshot: list[dict[str, Any]]) -> None:
         """Adopt a run's ``MESSAGES_SNAPSHOT``, the agent's replies included."""

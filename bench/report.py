@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.growth import Growth
 from bench.history import HistoryGrowth
 from bench.stats import Summary
 from bench.streams import VariantResult
@@ -25,6 +26,7 @@ class Results:
     history: HistoryGrowth
     streams: list[VariantResult]
     tokens: Summary
+    growth: Growth
 
 
 def _ms(seconds: float) -> str:
@@ -116,5 +118,35 @@ def render(results: Results) -> str:
         "Model tokens: leaving an OpenAI-compatible server -> TEXT_MESSAGE_CONTENT at the client",
         head,
         _latency_row("token delay", results.tokens),
+        "",
+        render_growth(results.growth),
     ]
+    return "\n".join(lines)
+
+
+def _ordinal(number: int) -> str:
+    """``2nd``, ``20th``, ``200th``: the growth table's ratio header."""
+    suffixes = {1: "st", 2: "nd", 3: "rd"}
+    suffix = "th" if number % 100 in (11, 12, 13) else suffixes.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
+def render_growth(growth: Growth) -> str:
+    """One conversation's cost at each mark, and its last mark against its first."""
+    first, last = growth.marks[0], growth.marks[-1]
+    columns = "".join(f"{f'turn {mark.turn}':>10}" for mark in growth.marks)
+    ratio = f"{_ordinal(last.turn)}/{_ordinal(first.turn)}"
+    lines = [
+        "Conversation growth: one thread, each turn an interrupt cycle, the conversation "
+        f"resent ({growth.seconds:.0f} s)",
+        f"  {'':<{NAME_WIDTH}}{columns}{ratio:>12}",
+    ]
+    rows = [
+        ("resume p50 ms", [mark.resume_seconds * 1000 for mark in growth.marks], "{:10.1f}"),
+        ("history KB/turn", [mark.history_bytes / 1024 for mark in growth.marks], "{:10.1f}"),
+        ("CPU ms/turn (stack)", [mark.cpu_seconds * 1000 for mark in growth.marks], "{:10.1f}"),
+    ]
+    for name, values, number in rows:
+        cells = "".join(number.format(value) for value in values)
+        lines.append(f"  {name:<{NAME_WIDTH}}{cells}{values[-1] / values[0]:>11.2f}x")
     return "\n".join(lines)

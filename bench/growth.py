@@ -1,0 +1,178 @@
+"""Conversation growth: what a thread's later turns cost against its early ones.
+
+One thread, driven as a real client drives it (:class:`~bench.conversation.Conversation`:
+the whole conversation resent, ``MESSAGES_SNAPSHOT`` adopted); each turn is an interrupt
+cycle: a run that pauses on one approval, then the resume that approves it. At each mark
+it takes the history bytes of the workflow runs that served the turn
+(:func:`~bench.history.served_runs`), and over a window of turns around it (one turn is
+noisy) the resume's latency (``resume -> RUN_FINISHED``) and the CPU the whole stack
+spent per turn: this process (worker, gateway and clients) plus the dev server's.
+
+The dev server is the child process ``WorkflowEnvironment.start_local`` spawned; the SDK
+does not expose its pid, so :func:`server_pid` finds it as this process's child named
+``temporal`` in ``/proc`` (Linux only, as the bench machine is).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.client import Client
+
+from bench.conversation import AGENT, Conversation
+from bench.history import served_runs
+from workflows.thread_ids import workflow_id_for
+
+APPROVAL_PROMPT = "mail a@b.com"
+"""What makes the demo agent ask for approval (``send_email``)."""
+WINDOW = 5
+"""Turns sampled around each mark."""
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class TurnCost:
+    """One turn's figures."""
+
+    resume_seconds: float
+    cpu_seconds: float
+    history_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class Mark:
+    """The figures at one mark: the median latency and the mean CPU of the turns around
+    it (CPU is read in clock ticks, too coarse for one turn), and the mark's own history
+    bytes (the same in every run, so no sample is needed)."""
+
+    turn: int
+    resume_seconds: float
+    cpu_seconds: float
+    history_bytes: int
+
+
+@dataclass(frozen=True)
+class Growth:
+    """The marks of one conversation, first to last."""
+
+    marks: tuple[Mark, ...]
+    seconds: float
+    """The wall time of the whole measurement."""
+
+
+def server_pid() -> int:
+    """The pid of the dev server this process started.
+
+    Raises:
+        RuntimeError: Not exactly one child process named ``temporal``.
+    """
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # it exited meanwhile
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        parent = int(text[text.rindex(")") + 2 :].split()[1])
+        if parent == os.getpid() and name == "temporal":
+            found.append(int(stat.parent.name))
+    if len(found) != 1:
+        raise RuntimeError(f"expected one dev server child process, found {found}")
+    return found[0]
+
+
+def stack_cpu(pid: int) -> float:
+    """CPU seconds spent so far by this process and by process ``pid`` (utime + stime)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rindex(")") + 2 :].split()
+    # Fields 14 and 15 of proc(5), counted from the state (field 3) here.
+    ticks = int(fields[11]) + int(fields[12])
+    return time.process_time() + ticks / CLOCK_TICKS
+
+
+async def _stream(http: httpx.AsyncClient, conversation: Conversation, body: dict[str, Any]) -> Any:
+    """Post a run, adopt its ``MESSAGES_SNAPSHOT``; its ``RUN_FINISHED`` event.
+
+    Raises:
+        RuntimeError: The run did not finish with ``RUN_FINISHED``.
+    """
+    async with http.stream("POST", f"/agents/{AGENT}", json=body) as response:
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            event = json.loads(line.removeprefix("data:"))
+            if event["type"] == "MESSAGES_SNAPSHOT":
+                conversation.remember(event["messages"])
+            elif event["type"] == "RUN_FINISHED":
+                return event
+    raise RuntimeError(f"the stream of {body['runId']} ended without RUN_FINISHED")
+
+
+async def _turn(http: httpx.AsyncClient, conversation: Conversation, pid: int) -> TurnCost:
+    """One interrupt cycle on the conversation: its resume latency and the CPU it took.
+
+    Raises:
+        RuntimeError: The run did not pause, or the resume did not succeed.
+    """
+    cpu = stack_cpu(pid)
+    paused = await _stream(http, conversation, conversation.next_input(APPROVAL_PROMPT))
+    outcome = paused.get("outcome") or {}
+    if outcome.get("type") != "interrupt":
+        raise RuntimeError(f"turn {conversation.runs} did not pause: {paused}")
+    resume = [
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
+        for interrupt in outcome["interrupts"]
+    ]
+    start = time.perf_counter()
+    finished = await _stream(http, conversation, conversation.resume_input(resume))
+    latency = time.perf_counter() - start
+    if finished.get("outcome") != {"type": "success"}:
+        raise RuntimeError(f"the resume did not succeed: {finished}")
+    return TurnCost(latency, stack_cpu(pid) - cpu)
+
+
+def window(mark: int, turns: int) -> range:
+    """The turns (1-based) sampled for ``mark``: ``WINDOW`` turns around it, within
+    turns 2 to ``turns`` (turn 1 also opens the thread)."""
+    first = min(max(mark - WINDOW // 2, 2), turns - WINDOW + 1)
+    return range(first, first + WINDOW)
+
+
+async def measure_growth(client: Client, http: httpx.AsyncClient, marks: tuple[int, ...]) -> Growth:
+    """Drive one conversation through ``max(marks)`` turns; the figures at each mark.
+
+    Raises:
+        RuntimeError: A turn failed, or the thread's history holds another number of
+            runs than two a turn.
+    """
+    began = time.perf_counter()
+    pid = server_pid()
+    conversation = Conversation()
+    turns = max(marks)
+    costs = [await _turn(http, conversation, pid) for _ in range(turns)]
+    served = (await served_runs(client, workflow_id_for(conversation.thread_id))).per_run
+    if len(served) != 2 * turns:
+        raise RuntimeError(f"{turns} turns, but {len(served)} completed updates")
+    costs = [
+        TurnCost(cost.resume_seconds, cost.cpu_seconds, pause.bytes + resume.bytes)
+        for cost, pause, resume in zip(costs, served[::2], served[1::2], strict=True)
+    ]
+    taken = []
+    for mark in marks:
+        sample = [costs[turn - 1] for turn in window(mark, turns)]
+        taken.append(
+            Mark(
+                mark,
+                statistics.median(cost.resume_seconds for cost in sample),
+                statistics.mean(cost.cpu_seconds for cost in sample),
+                costs[mark - 1].history_bytes,
+            )
+        )
+    return Growth(tuple(taken), time.perf_counter() - began)
