@@ -83,13 +83,6 @@ with workflow.unsafe.imports_passed_through():
 
 OPERATOR_RESUME = "operator_resume"
 """The name of the operator's update and signal, as the CLI and the Web UI send them."""
-IDENTITY_PATCH = "operator-identity"
-"""Guards the ``caller_identity`` activity that follows every ``operator_resume`` (its
-sender's identity, for the audit trail): a workflow run that took one under earlier code
-replays without it (``tests/histories/operator_resumed.*``). Remove once no such run can
-still be replayed (every long-lived thread, ``continue_as_new_after_runs`` > 1, has
-continued as new since the deploy) and the histories are recorded again
-(``make histories``)."""
 IDENTITY_LOOKUP_TIMEOUT = timedelta(seconds=30)
 """How long the identity lookup may take, retries included (one attempt 10 s): past it
 the audit record keeps no identity, and the resume's handler finishes (the thread
@@ -359,7 +352,7 @@ class ThreadWorkflow:
         completed. A lookup that fails records no identity: it never holds up the thread
         past ``IDENTITY_LOOKUP_TIMEOUT``, nor changes the resume's result.
         """
-        if not recorded or not workflow.patched(IDENTITY_PATCH):
+        if not recorded:
             return
         try:
             identity = await workflow.execute_activity(
