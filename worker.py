@@ -49,9 +49,10 @@ from workflows.agents import EXAMPLES
 from workflows.models import RetentionSweepStart
 from workflows.retention import RetentionSweep
 from workflows.sdk import AgentDefinition
+from workflows.subagent import SubagentWorkflow
 from workflows.thread import ThreadWorkflow
 
-WORKFLOWS: Sequence[type] = [ThreadWorkflow, RetentionSweep]
+WORKFLOWS: Sequence[type] = [ThreadWorkflow, SubagentWorkflow, RetentionSweep]
 
 log = logging.getLogger("agui.worker")
 
@@ -140,7 +141,7 @@ async def ensure_retention_schedule(client: Client, settings: Settings) -> None:
 def activities(settings: Settings, agents: Iterable[AgentDefinition]) -> list[Callable[..., Any]]:
     """The activities of ``agents`` and the engine's own, with the endpoints ``settings``
     configure."""
-    named = served.by_name(agents)
+    named = served.by_name(served.with_subagents(agents))
     _check_model_names(named)
     notices = Reminders(settings.reminder_webhook_url, settings.webhook_timeout_seconds)
     # An activity shared by agents (one tool, two agents) is registered once.
@@ -160,6 +161,8 @@ def _check_model_names(agents: Mapping[str, AgentDefinition]) -> None:
     by_name: dict[str, tuple[str, object]] = {}
     for agent in agents.values():
         model = agent.model
+        if model is None:
+            continue
         first = by_name.setdefault(model.name, (agent.name, model))
         if first[1] is not model:
             raise ValueError(

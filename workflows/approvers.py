@@ -251,6 +251,8 @@ class BoundCall(Model):
 
     name: str
     arguments: dict[str, Any]
+    agent: str | None = None
+    """The sub-agent whose tool it is; ``None``: the thread's own agent's."""
 
 
 def arguments_digest(arguments: dict[str, Any]) -> str:

@@ -110,6 +110,11 @@ answer evicted from it is no longer recognised as a repeat: its interrupt is lon
 so it is rejected with ``UNKNOWN_INTERRUPT``, changing nothing."""
 AUDIT_KEPT = 50
 """Operator actions in the audit trail, newest kept."""
+SUBAGENTS_KEPT = 20
+"""Ended sub-agent runs the thread lists (``GET /threads/{id}``), newest kept; live ones
+are always listed."""
+MAX_SUBAGENT_TASK_BYTES = 64 * KIB
+"""A sub-agent's task (its first message); a longer one fails the delegating turn."""
 AUDIT_TEXT_CHARS = 1_000
 """An audit record's operator name and error message are cut to this."""
 AUDIT_IDENTITY_CHARS = 200

@@ -199,6 +199,20 @@ class Journal(Model):
     scopes: dict[str, list[JournalStep]] = Field(default_factory=dict)
 
 
+SubagentStatus = Literal["running", "waiting", "succeeded", "failed", "cancelled"]
+
+
+class SubagentRecord(Model):
+    """A sub-agent run of the thread: a child workflow (``workflows/subagent.py``)."""
+
+    subagent_run_id: str
+    """Its ``subagentRunId`` on the wire, which is also its child workflow's id."""
+    agent: str
+    status: SubagentStatus = "running"
+    started_at: datetime
+    finished_at: datetime | None = None
+
+
 class ThreadState(Model):
     """All mutable state of a thread: the one object continue-as-new carries."""
 
@@ -246,6 +260,9 @@ class ThreadState(Model):
     ``state`` it is not shared with the client."""
     journal: Journal = Field(default_factory=Journal)
     """The agent turn paused on interrupts, for agents built with ``workflows.sdk``."""
+    subagents: list[SubagentRecord] = Field(default_factory=list)
+    """The sub-agent runs the thread's turns started (child workflows), oldest first; the
+    live ones and the newest ``budgets.SUBAGENTS_KEPT`` ended ones are kept."""
 
 
 class ThreadStart(Model):
@@ -333,6 +350,7 @@ class ThreadView(Model):
     runs: list[RunRecord]
     audit: list[AuditRecord]
     memory: dict[str, Any]
+    subagents: list[SubagentRecord] = Field(default_factory=list)
 
 
 STREAM_SIGNAL = "model_stream"

@@ -47,14 +47,28 @@ def by_name(agents: Iterable[AgentDefinition]) -> dict[str, AgentDefinition]:
     return named
 
 
+def with_subagents(agents: Iterable[AgentDefinition]) -> list[AgentDefinition]:
+    """``agents`` and the agents they hand work to (``AgentDefinition.subagents``), which
+    a worker runs too (``workflows/subagent.py``), each once."""
+    found: list[AgentDefinition] = []
+    pending = list(agents)
+    while pending:
+        agent = pending.pop(0)
+        if all(agent is not known for known in found):
+            found.append(agent)
+            pending.extend(agent.subagents())
+    return found
+
+
 def serve(task_queue: str, agents: Iterable[AgentDefinition]) -> Mapping[str, AgentDefinition]:
-    """Make ``agents``, and only them, the agents of ``task_queue``'s thread workflows in
-    this process, in place of any served there before; returns them by name.
+    """Make ``agents`` (and their sub-agents), and only them, the agents of
+    ``task_queue``'s workflows in this process, in place of any served there before;
+    returns them by name.
 
     Raises:
         ValueError: Two agents share a name.
     """
-    named = _SERVED[task_queue] = by_name(agents)
+    named = _SERVED[task_queue] = by_name(with_subagents(agents))
     return named
 
 

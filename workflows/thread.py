@@ -46,9 +46,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.approvers import OWNER_DECIDES, ApproversView, Ballot, count, with_view
     from workflows.deadlines import Deadlines
     from workflows.decisions import Decision, approved, ballot_of, check_decision, permit_for
+    from workflows.delegation import Delegation
     from workflows.details import current_details
     from workflows.errors import ErrorCode, rejection
     from workflows.event_log import EventLog
+    from workflows.failures import RUN_FAULTS, failure
     from workflows.interrupts import answer_key, check_resume, is_replay
     from workflows.models import (
         STREAM_SIGNAL,
@@ -78,6 +80,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.questions import Question
     from workflows.sdk.agent import AgentDefinition
+    from workflows.subagent_models import SUBAGENT_REPORT, SubagentReport
     from workflows.turn import Turn
     from workflows.view import asked_at, thread_status, thread_view
 
@@ -116,8 +119,10 @@ class ThreadWorkflow:
             interrupt (``POST /threads/{threadId}/interrupts/{interruptId}/decisions``);
             returns once it is counted, the thread continuing in a run of its own when
             it settled the last open interrupt.
-    Signal:
+    Signals:
         model_stream(ModelDelta): a model activity's output so far.
+        subagent_report(SubagentReport): what a sub-agent run did
+            (``workflows/subagent.py``).
     Queries:
         events(EventsQuery) -> EventPage: a run's events after an offset, which the
             gateway streams while the update is in flight.
@@ -169,15 +174,22 @@ class ThreadWorkflow:
         self._operator_signals = 0
         """``operator_resume`` signals this workflow run received: the n-th is the n-th
         of its history, where its sender's identity is (``activities/identity.py``)."""
+        self._delegation = Delegation(self._thread, self._emit_own)
+        """The thread's sub-agents (``workflows/delegation.py``)."""
 
     @workflow.run
     async def run(self, start: ThreadStart) -> None:
         """Serve runs as updates until the history is long enough to continue as new."""
         self._deadlines.arm_carried()
         workflow.set_current_details(self._current_details())
-        await workflow.wait_condition(
-            lambda: self._should_continue_as_new() and self._between_runs()
-        )
+        try:
+            await workflow.wait_condition(
+                lambda: self._should_continue_as_new() and self._between_runs()
+            )
+        except asyncio.CancelledError:
+            # Cancelled (``temporal workflow cancel``): its sub-agents go with it.
+            await self._delegation.cancel_all()
+            raise
         waiting_on = self._thread.open_interrupts
         workflow.continue_as_new(
             ThreadStart(
@@ -239,6 +251,11 @@ class ThreadWorkflow:
             if not isinstance(error, ApplicationError):
                 workflow.logger.error("streamed model output failed", exc_info=error)
             self._fault = self._fault or _as_fault(error)
+
+    @workflow.signal(name=SUBAGENT_REPORT)
+    def subagent_report(self, report: SubagentReport) -> None:
+        """A sub-agent run's report, for the turn that waits on it (``Delegation``)."""
+        self._delegation.receive(report)
 
     @workflow.query
     def events(self, query: EventsQuery) -> EventPage:
@@ -624,6 +641,7 @@ class ThreadWorkflow:
             if isinstance(error, TemporalError) and not isinstance(error, FailureError):
                 raise  # Temporal's own (nondeterminism): the workflow task must fail.
             await self._abort(run, error)
+        await self._delegation.reap()
 
     async def _work(
         self,
@@ -664,7 +682,12 @@ class ThreadWorkflow:
         """Run one step of the agent (``run`` or a ``resume``) as the run's work."""
         self._turn = asyncio.create_task(step(Turn(run_input, self._thread, self)))
 
-    def ask(self, questions: Sequence[Question]) -> list[Interrupt]:
+    def ask(
+        self,
+        questions: Sequence[Question],
+        subagent_run_id: str | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[Interrupt]:
         """Open interrupts for ``questions`` (``TurnHost``): the run ends on them once
         the agent's step returns; their deadlines and reminders are timed from now.
 
@@ -676,18 +699,23 @@ class ThreadWorkflow:
         default = self._agent().remind_before
         with self._faults():
             budgets.check_questions(questions, len(self._asked_here), default, now)
+        # workflow.uuid4() replays to the same ids.
+        ids = ids or [f"int-{workflow.uuid4()}" for _ in questions]
         interrupts, reminders = [], []
-        for question in questions:
+        for question, interrupt_id in zip(questions, ids, strict=True):
             # Who may answer, as clients see it: the owner, unless the agent said.
             view = (question.approvers or OWNER_DECIDES).view(thread.owner, now)
             shown = question.model_copy(update={"metadata": with_view(question.metadata, view)})
-            # workflow.uuid4() replays to the same id.
-            interrupt = shown.interrupt(f"int-{workflow.uuid4()}")
+            interrupt = shown.interrupt(interrupt_id)
+            if subagent_run_id is not None:
+                interrupt.subagent_run_id = subagent_run_id
             interrupts.append(interrupt)
             thread.ballots[interrupt.id] = Ballot(asked_at=now, call=question.call)
             reminders += question.reminders(interrupt.id, default, now)
         thread.asked.extend(interrupts)
         self._asked_here += [interrupt.id for interrupt in interrupts]
+        if subagent_run_id is not None:
+            self._delegation.asked(subagent_run_id, list(ids))
         for interrupt in interrupts:
             self._deadlines.arm_expiry(interrupt)
             self._deadlines.arm_escalation(interrupt)
@@ -704,6 +732,11 @@ class ThreadWorkflow:
             del self._listeners[activity_id]
         else:
             self._listeners[activity_id] = listener
+
+    @property
+    def subagents(self) -> Delegation:
+        """The thread's sub-agents (``TurnHost``)."""
+        return self._delegation
 
     def _resume_if_answered(self, run_input: RunAgentInput) -> None:
         """Once no asked interrupt is open, hand every answer to the agent's ``resume``."""
@@ -804,7 +837,7 @@ class ThreadWorkflow:
             self._fail_run(run, self._fault.type or ErrorCode.INTERNAL, self._fault.message)
             return
         if error is not None:
-            code, message = _failure(error)
+            code, message = failure(error)
             if code == ErrorCode.PERMIT_MISMATCH:
                 record = audit.refused_permit(self._permits, message, workflow.now(), run.run_id)
                 audit.append(self._thread.audit, record)
@@ -813,6 +846,7 @@ class ThreadWorkflow:
         self._emit_own(StateSnapshotEvent(snapshot=self._thread.state))
         self._emit_messages_snapshot()
         waiting_on = self._thread.open_interrupts
+        self._delegation.end_run(interrupted=bool(waiting_on))
         outcome = (
             RunFinishedInterruptOutcome(interrupts=waiting_on)
             if waiting_on
@@ -828,6 +862,7 @@ class ThreadWorkflow:
         a client that resends its own copy must not resend what the failed turn streamed
         but never added (a new assistant message is not a client's to write)."""
         self._emit_messages_snapshot()
+        self._delegation.end_run(interrupted=False)
         self._emit_own(RunErrorEvent(message=message, code=code))
         self._close_run(run, "failed")
 
@@ -919,6 +954,7 @@ class ThreadWorkflow:
         self._runs_here += 1
         self._run = run
         self._fault, self._asked_here, self._event_bytes, self._permits = None, [], 0, []
+        self._delegation.new_run()
         self._remember_turn_data()
         workflow.logger.info("run started", extra={"run_id": run_id})
         self._emit_own(
@@ -1016,42 +1052,6 @@ class ThreadWorkflow:
 
     def _current_details(self) -> str:
         return current_details(self._run, self._thread.open_interrupts, self._thread.messages)
-
-
-RUN_FAULTS = frozenset(
-    {
-        ErrorCode.TOO_MANY_INTERRUPTS,
-        ErrorCode.INVALID_QUESTION,
-        ErrorCode.OUTPUT_TOO_LARGE,
-        ErrorCode.PERMIT_MISMATCH,
-    }
-)
-"""Codes a turn's error keeps as the run's: a budget the agent went over, wherever it was
-found (the thread, the SDK, a tool's activity asking a question), or a tool that refused
-to run on arguments its permit does not bind."""
-
-
-def _failure(error: BaseException) -> tuple[str, str]:
-    """The code and message the client is told of a turn that raised ``error``.
-
-    A budget the turn went over keeps its code (``RUN_FAULTS``). A model or tool that
-    kept failing, or agent code giving up on purpose (``ApplicationError``), says why.
-    Anything else is a bug in agent code: it ends the run instead of failing the
-    workflow task, which Temporal would retry forever with the thread stuck; its details
-    go to the worker's log, not to the client.
-    """
-    cause = error.cause if isinstance(error, ActivityError) else error
-    if isinstance(cause, ApplicationError) and cause.type in RUN_FAULTS:
-        return cause.type, cause.message
-    if isinstance(error, ActivityError):
-        return ErrorCode.AGENT_FAILED, f"The agent failed: {error.cause or error}"
-    if isinstance(error, ApplicationError):
-        return ErrorCode.AGENT_FAILED, f"The agent failed: {error}"
-    workflow.logger.error("agent code raised", exc_info=error)
-    return (
-        ErrorCode.AGENT_FAILED,
-        "The agent failed: its code raised an error (see the worker's log).",
-    )
 
 
 def _as_fault(error: Exception) -> ApplicationError:

@@ -52,4 +52,5 @@ def thread_view(thread: ThreadState, run_in_progress: RunRecord | None) -> Threa
         runs=thread.runs,
         audit=thread.audit,
         memory=thread.memory,
+        subagents=thread.subagents,
     )

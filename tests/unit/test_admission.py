@@ -276,6 +276,7 @@ def test_the_examples_admit_the_state_they_write(agent: AgentDefinition) -> None
         "files": {"deleted": ["/tmp/a.log"]},
         "transfer": {"transfers": [{"to": "Robin", "amount": 50.0, "confirmationId": "tr-1"}]},
         "clarify": {},
+        "ops": {},
         "payments": {
             "payments": [
                 {

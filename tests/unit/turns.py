@@ -23,7 +23,7 @@ from workflows.models import Answer, ModelDelta, ThreadState
 from workflows.questions import Question
 from workflows.sdk import AgentContext, AgentDefinition
 from workflows.sdk.journal import Scope, Suspend, answer
-from workflows.turn import Turn
+from workflows.turn import SubagentHost, Turn
 
 NOW = datetime(2026, 11, 24, 9, tzinfo=UTC)
 
@@ -42,13 +42,24 @@ class Host:
     def add_message(self, message: Message) -> None:
         self.messages.append(message)
 
-    def ask(self, questions: Sequence[Question]) -> list[Interrupt]:
+    def ask(
+        self,
+        questions: Sequence[Question],
+        subagent_run_id: str | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[Interrupt]:
         first = len(self.questions) + 1
         self.questions.extend(questions)
-        return [q.interrupt(f"int-{first + i}") for i, q in enumerate(questions)]
+        ids = ids or [f"int-{first + i}" for i in range(len(questions))]
+        return [q.interrupt(i) for q, i in zip(questions, ids, strict=True)]
 
     def listen(self, activity_id: str, listener: Callable[[ModelDelta], None] | None) -> None:
         """Nothing streams: the turns of these tests run no model."""
+
+    @property
+    def subagents(self) -> SubagentHost:
+        """The turns of these tests hand no work to sub-agents."""
+        raise NotImplementedError
 
 
 @dataclass

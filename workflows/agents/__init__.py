@@ -11,8 +11,9 @@ from __future__ import annotations
 from workflows.agents.clarify import CLARIFY
 from workflows.agents.demo import DEMO
 from workflows.agents.files import FILES
+from workflows.agents.ops import OPS
 from workflows.agents.payments import PAYMENTS
 from workflows.agents.transfer import TRANSFER
 from workflows.sdk import AgentDefinition
 
-EXAMPLES: tuple[AgentDefinition, ...] = (DEMO, FILES, TRANSFER, CLARIFY, PAYMENTS)
+EXAMPLES: tuple[AgentDefinition, ...] = (DEMO, FILES, TRANSFER, CLARIFY, PAYMENTS, OPS)

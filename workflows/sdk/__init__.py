@@ -22,6 +22,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.questions import Ask, Reply
     from workflows.sdk.agent import AfterTool, AgentDefinition, BeforeBatch, BeforeTool
     from workflows.sdk.context import AgentContext
+    from workflows.sdk.graph import BeforeNode, Graph, GraphResult, Node, NodeCall
+    from workflows.sdk.subagents import SubagentTool, subagent_tool
     from workflows.sdk.tools import (
         Approval,
         Decision,
@@ -38,22 +40,29 @@ __all__ = [
     "Approvers",
     "Ask",
     "BeforeBatch",
+    "BeforeNode",
     "BeforeTool",
     "ChatModel",
     "ChatReply",
     "ChatRequest",
     "Decision",
     "Escalation",
+    "Graph",
+    "GraphResult",
     "InterruptTool",
+    "Node",
+    "NodeCall",
     "ProposedCall",
     "Reply",
     "ScriptedModel",
+    "SubagentTool",
     "Tool",
     "ToolCallView",
     "ToolContext",
     "ToolInterrupt",
     "interrupt_tool",
     "last_user_text",
+    "subagent_tool",
     "tool",
     "tool_context",
     "tool_results",

@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.models import Answer
     from workflows.sdk.context import AgentContext
     from workflows.sdk.journal import Scope, Suspend, answer
+    from workflows.sdk.subagents import SubagentTool
     from workflows.sdk.tools import InterruptTool, ToolCallView
     from workflows.turn import Turn
 
@@ -67,9 +68,11 @@ class AgentDefinition:
     Args:
         name: The agent's name in URLs and in ``GET /agents``.
         description: One line for ``GET /agents``.
-        model: What decides the turn (``activities.chat``).
+        model: What decides the turn (``activities.chat``); a custom ``turn`` that asks
+            no model (a graph) needs none.
         tools: What the model may call: activities (``@tool``, which also declares a
-            tool's approval and its own hooks) and interrupt-only tools.
+            tool's approval and its own hooks), interrupt-only tools and other agents
+            (``subagent_tool``).
         before_tool: Hooks before each call of any tool, all run, in this order, before
             the tool's own.
         before_batch: Hooks before the calls of a model turn run, all run, in order.
@@ -93,8 +96,8 @@ class AgentDefinition:
 
     name: str
     description: str
-    model: ChatModel
-    tools: Sequence[Tool | InterruptTool] = ()
+    model: ChatModel | None = None
+    tools: Sequence[Tool | InterruptTool | SubagentTool] = ()
     before_tool: Sequence[BeforeTool] = ()
     before_batch: Sequence[BeforeBatch] = ()
     after_tool: Sequence[AfterTool] = ()
@@ -117,6 +120,8 @@ class AgentDefinition:
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise ValueError(f"Agent {self.name!r} has several tools named {repeated}.")
+        if self.model is None and self.turn is model_loop:
+            raise ValueError(f"Agent {self.name!r} has no model for its model loop.")
         accepts = ClientInput.declared(self.state, self.forwarded_props, self.client_roles)
         # A frozen dataclass sets its derived fields this way.
         object.__setattr__(self, "accepts", accepts)
@@ -145,7 +150,13 @@ class AgentDefinition:
     def activities(self) -> list[Callable[..., Any]]:
         """The model's and the tools' activities."""
         tools = [tool.activity for tool in self.tools if isinstance(tool, Tool)]
-        return [self.model.activity, *tools]
+        models = [self.model.activity] if self.model is not None else []
+        return [*models, *tools]
+
+    def subagents(self) -> list[AgentDefinition]:
+        """The agents it hands work to: its sub-agent tools' and its turn's (a graph's)."""
+        tools = [tool.agent for tool in self.tools if isinstance(tool, SubagentTool)]
+        return [*tools, *getattr(self.turn, "subagents", ())]
 
     async def run(self, turn: Turn) -> None:
         """A new turn: whatever an earlier turn left (it failed) is forgotten."""
@@ -166,14 +177,17 @@ class AgentDefinition:
             return
         journal.scopes.clear()
 
-    def tool(self, name: str) -> Tool | InterruptTool | None:
+    def tool(self, name: str) -> Tool | InterruptTool | SubagentTool | None:
         """The tool the model calls ``name``."""
         return next((tool for tool in self.tools if tool.name == name), None)
 
     def approvers_for(self, call: BoundCall, arguments: dict[str, Any]) -> Approvers | None:
         """The policy an approval of ``call`` would follow with ``arguments`` instead of
         its own (an ``editedArgs``): what the thread checks an edit against."""
-        tool = self.tool(call.name)
+        agent: AgentDefinition | None = self
+        if call.agent not in (None, self.name):
+            agent = next((a for a in self.subagents() if a.name == call.agent), None)
+        tool = agent.tool(call.name) if agent is not None else None
         if isinstance(tool, Tool) and tool.approval is not None:
             return tool.approval.approvers_for(arguments)
         return None

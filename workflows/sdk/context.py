@@ -14,14 +14,17 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import Message, RunAgentInput, ToolCall, ToolCallResultEvent, ToolMessage
     from pydantic import ValidationError
+    from temporalio.exceptions import ApplicationError
 
     from activities.chat import ChatRequest, ProposedCall, last_user_text
     from activities.tooling import Tool, ToolInvocation, ToolOutcome
     from workflows.approvers import Approvers
+    from workflows.errors import ErrorCode
     from workflows.models import Answer
     from workflows.questions import Ask, Question, Reply
     from workflows.sdk.journal import Scope, Suspend
     from workflows.sdk.replies import AssistantReply
+    from workflows.sdk.subagents import SubagentTool
     from workflows.sdk.tools import InterruptTool, ToolCallView, unanswered
     from workflows.turn import Turn
 
@@ -41,10 +44,19 @@ class AgentContext:
     or make them idempotent (``memory["trusted"] = True``, not ``+= 1``).
     """
 
-    def __init__(self, turn: Turn, scope: Scope, agent: AgentDefinition) -> None:
+    def __init__(
+        self,
+        turn: Turn,
+        scope: Scope,
+        agent: AgentDefinition,
+        subagent_run_id: str | None = None,
+    ) -> None:
         self.turn = turn
         self.scope = scope
         self.agent = agent
+        self.subagent_run_id = subagent_run_id
+        """The sub-agent run its questions are about (a graph's before-node hook's):
+        their interrupts carry its ``subagentRunId``."""
 
     @property
     def input(self) -> RunAgentInput:
@@ -141,7 +153,9 @@ class AgentContext:
         every one is in, and runs again from its top with them."""
         step = self.scope.recorded("interrupts")
         if step is None:
-            interrupts = self.turn.host.ask(questions(self.now()))
+            interrupts = self.turn.host.ask(
+                questions(self.now()), subagent_run_id=self.subagent_run_id
+            )
             self.scope.record("interrupts", interrupt_ids=[i.id for i in interrupts])
             raise Suspend
         if step.answers is None:
@@ -181,7 +195,7 @@ class AgentContext:
             if finished is not None:
                 result: T = finished.value
                 return result
-            value = await function(AgentContext(self.turn, scope, self.agent))
+            value = await function(AgentContext(self.turn, scope, self.agent, self.subagent_run_id))
             scope.finish(json.loads(json.dumps(value)))
             return value
 
@@ -197,6 +211,13 @@ class AgentContext:
     async def model(self) -> list[ToolCallView]:
         """Ask the agent's model; its text and tool calls reach the client as it
         generates them. Returns the tool calls it asked for (none: it has answered)."""
+        model = self.agent.model
+        if model is None:
+            raise ApplicationError(
+                f"Agent {self.agent.name} has no model to ask.",
+                type=ErrorCode.AGENT_FAILED.value,
+                non_retryable=True,
+            )
         step = self.scope.recorded("model")
         if step is None:
             activity_id = f"model-{workflow.uuid4()}"
@@ -204,15 +225,16 @@ class AgentContext:
             self.turn.host.listen(activity_id, live.on_delta)
             try:
                 reply = await workflow.execute_activity(
-                    self.agent.model.activity,
+                    model.activity,
                     ChatRequest(
                         agent=self.agent.name,
-                        messages=list(self.messages),
+                        # Its own conversation: sub-agents' messages are theirs.
+                        messages=[m for m in self.messages if m.subagent_run_id is None],
                         tools=[tool.spec for tool in self.agent.tools],
                     ),
                     activity_id=activity_id,
-                    start_to_close_timeout=self.agent.model.timeout,
-                    retry_policy=self.agent.model.retry,
+                    start_to_close_timeout=model.timeout,
+                    retry_policy=model.retry,
                     summary="model",
                 )
             finally:
@@ -252,6 +274,11 @@ class AgentContext:
         tool = self.agent.tool(call.name)
         if tool is None:
             return {"error": f"There is no tool named {call.name!r}."}
+        if isinstance(tool, SubagentTool):
+            task = call.arguments.get("task")
+            if not isinstance(task, str):
+                return {"error": f"{tool.name} takes one argument, task, a string."}
+            return await self.delegate(tool.agent, task, tool_call_id=call.id)
         if isinstance(tool, InterruptTool):
             try:
                 arguments = tool.arguments.model_validate(call.arguments)
@@ -276,6 +303,87 @@ class AgentContext:
             if outcome.respond:
                 return answer.payload
             resumed = answer.payload
+
+    async def delegate(
+        self,
+        agent: AgentDefinition,
+        task: str,
+        *,
+        subagent_run_id: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> str:
+        """Hand ``task`` to ``agent``, which works on it as a sub-agent run of this
+        thread (a child workflow with its own journal); its final answer.
+
+        Its text and tool calls reach the client in this run, marked with its
+        ``subagentRunId``. Its questions end the run with the thread's other open
+        interrupts, and this turn waits for their answers as for its own; the answers
+        go to the sub-agent, which goes on from where it paused. A sub-agent that fails
+        fails this turn (``AGENT_FAILED``, with its reason).
+
+        Args:
+            subagent_run_id: Its id, made beforehand (``turn.host.subagents.new_id``),
+                so that questions asked before it starts carry it (a graph's
+                before-node hooks); a new one by default.
+            tool_call_id: The tool call it answers (a sub-agent tool's).
+        """
+        host = self.turn.host.subagents
+        started = self.scope.recorded("subagent")
+        if started is None:
+            run_id = subagent_run_id or host.new_id(agent.name)
+            self.scope.record("subagent", run_id)
+            host.announce(run_id, agent.name, agent.description, tool_call_id)
+            await host.start(run_id, agent.name, task)
+        else:
+            run_id = started.value
+        round_ = 0
+        while True:
+            kind = self.scope.next_kind()
+            if kind == "result":
+                result: str = self.scope.step_value("result")
+                return result
+            if kind != "interrupts":
+                return await self._subagent_round(agent, run_id, round_)
+            asked = self.scope.recorded("interrupts")
+            if asked is None or asked.answers is None:
+                raise Suspend
+            round_ += 1
+            if self.scope.recorded("answered") is None:
+                host.announce(run_id, agent.name, agent.description, tool_call_id)
+                await host.answer(run_id, round_, asked.answers)
+                self.scope.record("answered")
+
+    async def _subagent_round(self, agent: AgentDefinition, run_id: str, round_: int) -> str:
+        """Stream the sub-agent's round into this run, until it answers or asks."""
+        host = self.turn.host.subagents
+        self.scope.recorded("result")  # The step this round ends with is recorded next.
+        while True:
+            report = await host.report(run_id, round_)
+            for message in report.messages:
+                self.turn.host.add_message(message)
+            for event in report.events:
+                self.turn.host.emit(event)
+            if report.outcome == "succeeded":
+                result = report.result or ""
+                self.scope.record("result", result)
+                host.finish(run_id, result)
+                return result
+            if report.outcome == "failed":
+                code = report.error_code or ErrorCode.AGENT_FAILED
+                reason = report.error or "The sub-agent failed."
+                host.fail(run_id, code, reason)
+                raise ApplicationError(
+                    f"Sub-agent {agent.name} failed: {reason}",
+                    type=ErrorCode.AGENT_FAILED.value,
+                    non_retryable=True,
+                )
+            if report.outcome == "paused":
+                interrupts = self.turn.host.ask(
+                    report.questions, subagent_run_id=run_id, ids=report.interrupt_ids
+                )
+                self.scope.record("interrupts", interrupt_ids=[i.id for i in interrupts])
+                host.suspend(run_id)
+                raise Suspend
 
     def tool_result(self, call: ToolCallView, content: str) -> None:
         """Report a call's result (``TOOL_CALL_RESULT``) and add it to the conversation."""

@@ -75,6 +75,18 @@ class Scope:
             )
         return step
 
+    def next_kind(self) -> str | None:
+        """The kind of the next step, if this scope took it already (nothing is read)."""
+        if self._position >= len(self.steps):
+            return None
+        return self.steps[self._position].kind
+
+    def step_value(self, kind: str) -> Any:
+        """The value of the next step, which this scope took already (it must have)."""
+        step = self.recorded(kind)
+        assert step is not None, "step_value reads only a step next_kind found"
+        return step.value
+
     def record(self, kind: str, value: Any = None, interrupt_ids: list[str] | None = None) -> None:
         """Record the step just taken (the one :meth:`recorded` found missing)."""
         assert len(self.steps) == self._position - 1, "a step is recorded right after it is taken"
