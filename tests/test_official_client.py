@@ -167,3 +167,77 @@ async def test_http_agent_accepts_a_streamed_model_reply_with_text_and_tool_call
     assert first["events"][-1]["outcome"]["type"] == "interrupt"
     assert second["events"][-1]["outcome"] == {"type": "success"}
     assert report["messages"][-1]["content"] == "Sunny in Oslo."
+
+
+def lifecycle(events: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]:
+    """The ``SUBAGENT_*`` events: type, sub-agent run id, outcome (``FINISHED``'s)."""
+    return [
+        (e["type"], e["subagentRunId"], e.get("outcome", {}).get("type"))
+        for e in events
+        if e["type"].startswith("SUBAGENT_")
+    ]
+
+
+async def test_http_agent_approves_part_of_a_sub_agents_work_through_the_thread(
+    stack: Stack, tmp_path: Path
+) -> None:
+    chosen = ["disk-scratch-2024", "snapshot-db-nightly-03"]
+    approve = {"status": "resolved", "payload": {"approved": True, "resources": chosen}}
+    report = await drive(
+        stack,
+        tmp_path,
+        [
+            {"runId": "r1", "messages": [user("m1", "clean up old resources")]},
+            {"runId": "r2", "messages": [], "respond": [approve]},
+        ],
+        agent="ops",
+    )
+
+    first, second = report["steps"]
+    thread_id = first["events"][0]["threadId"]
+    # The client accepted both streams as sent: verifyEvents, the sub-agent lifecycle.
+    for step in (first, second):
+        assert step["events"] == step["wireEvents"]
+        assert step["warnings"] == []
+    # The question a hook asks before the cleanup runs is the thread's interrupt,
+    # marked with the cleanup's sub-agent run, and the client resumed it as one.
+    [interrupt] = first["pendingInterrupts"]
+    cleanup = interrupt["subagentRunId"]
+    assert cleanup.startswith(f"agui-subagent-{thread_id}-cleanup-")
+    assert second["resume"] == [{"interruptId": interrupt["id"], **approve}]
+    [inspector] = {e.get("subagentRunId") for e in first["events"]} - {None, cleanup}
+    assert inspector.startswith(f"agui-subagent-{thread_id}-inspector-")
+    assert lifecycle(first["events"]) == [
+        ("SUBAGENT_STARTED", inspector, None),
+        ("SUBAGENT_FINISHED", inspector, "success"),
+        ("SUBAGENT_STARTED", cleanup, None),
+        ("SUBAGENT_FINISHED", cleanup, "suspended"),
+    ]
+    suspended = [e for e in first["events"] if e["type"] == "SUBAGENT_FINISHED"][-1]
+    assert suspended["outcome"]["interruptIds"] == [interrupt["id"]]
+    assert lifecycle(second["events"]) == [
+        ("SUBAGENT_STARTED", cleanup, None),
+        ("SUBAGENT_FINISHED", cleanup, "success"),
+    ]
+    assert second["pendingInterrupts"] == []
+    assert second["events"][-1]["outcome"] == {"type": "success"}
+
+    # The client's conversation: the sub-agents' messages, each marked with its run,
+    # then the thread's own answer.
+    answer = "Deleted 2 resources: disk-scratch-2024, snapshot-db-nightly-03."
+    messages = report["messages"]
+    assert [(m["role"], m.get("subagentRunId")) for m in messages] == [
+        ("user", None),
+        ("assistant", inspector),
+        ("tool", inspector),
+        ("assistant", inspector),
+        ("assistant", cleanup),
+        ("tool", cleanup),
+        ("assistant", cleanup),
+        ("assistant", None),
+    ]
+    [delete] = messages[4]["toolCalls"]
+    assert delete["function"]["name"] == "delete_resources"
+    assert json.loads(delete["function"]["arguments"]) == {"names": chosen}
+    assert json.loads(messages[5]["content"]) == {"deleted": chosen}
+    assert messages[6]["content"] == messages[7]["content"] == answer
