@@ -14,7 +14,7 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
@@ -233,15 +233,15 @@ def build_replayer(agents: Iterable[AgentDefinition]) -> Replayer:
     )
 
 
-async def main() -> None:
-    """Run the worker until SIGINT/SIGTERM, then shut down gracefully."""
+async def main(agents: Iterable[AgentDefinition] = EXAMPLES) -> None:
+    """Run the worker, serving ``agents``, until SIGINT/SIGTERM, then shut down gracefully."""
     settings = Settings()
     logs.configure(settings.log_format)
     tracing.configure("agui-worker")
     client = await connect(settings, runtime=telemetry_runtime(settings.metrics_bind_address))
     await ensure_search_attributes(client)
     await ensure_retention_schedule(client, settings)
-    worker = build_worker(client, settings, EXAMPLES)
+    worker = build_worker(client, settings, agents)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -253,9 +253,14 @@ async def main() -> None:
     log.info("worker stopped")
 
 
-if __name__ == "__main__":
-    asyncio.run(main())
+def serve(agents: Iterable[AgentDefinition] = EXAMPLES) -> NoReturn:
+    """Run the worker process (:func:`main`) to its end, then exit."""
+    asyncio.run(main(agents))
     # The worker has drained and stopped. Skip interpreter teardown: the Temporal core's
     # native threads can outlive it and abort CPython's finalization (SIGABRT).
     logging.shutdown()
     os._exit(0)
+
+
+if __name__ == "__main__":
+    serve()

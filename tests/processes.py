@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,8 +80,9 @@ class Engine:
             **extra,
         }
 
-    def start_worker(self) -> Process:
-        worker = Process([sys.executable, "worker.py"], self._environment())
+    def start_worker(self, command: Sequence[str] = ("worker.py",)) -> Process:
+        """A worker process: ``python worker.py``, or ``python <command>``."""
+        worker = Process([sys.executable, *command], self._environment())
         self.processes.append(worker)
         return worker
 
