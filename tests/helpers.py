@@ -146,10 +146,19 @@ async def run_histories(
 ) -> AsyncIterator[tuple[str, list[HistoryEvent]]]:
     """The id and events of every workflow run of the thread, first to latest, following
     continue-as-new."""
-    latest = await thread_handle(client, thread_id).describe()
+    async for run in workflow_run_histories(client, workflow_id_for(thread_id)):
+        yield run
+
+
+async def workflow_run_histories(
+    client: Client, workflow_id: str
+) -> AsyncIterator[tuple[str, list[HistoryEvent]]]:
+    """The id and events of every run of workflow ``workflow_id`` (a thread's, a
+    sub-agent run's), first to latest, following continue-as-new."""
+    latest = await client.get_workflow_handle(workflow_id).describe()
     run_id = latest.raw_description.workflow_execution_info.first_run_id
     while run_id:
-        handle = client.get_workflow_handle(workflow_id_for(thread_id), run_id=run_id)
+        handle = client.get_workflow_handle(workflow_id, run_id=run_id)
         events = list((await handle.fetch_history()).events)
         yield run_id, events
         run_id = events[
