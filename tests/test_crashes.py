@@ -3,12 +3,15 @@
 Workers and gateways run as real processes (``tests/processes.py``); the demo's emails
 go to a local mail endpoint (``AGUI_DEMO_MAIL_URL``), which records each delivery with its
 idempotency key and can hold one unanswered: that pins a worker mid-resume, inside the
-``send_email`` tool, when it is killed.
+``send_email`` tool, when it is killed. The ops example's sub-agents are child workflows
+of the thread; ``tests/ops_worker.py`` posts its cleanup's deletions to the same kind of
+endpoint, which pins a worker mid-way through that sub-agent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -19,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -35,6 +39,7 @@ from tests.helpers import (
     sse_messages,
     thread_log,
     wait_until_healthy,
+    workflow_run_histories,
 )
 from tests.processes import ROOT, DevServer, Gateway, engine
 from tests.receiver import Receiver
@@ -127,6 +132,130 @@ async def test_a_worker_killed_while_waiting_and_mid_resume(
             "subject": "Hi",
             "body": "mail ann@example.com, quarterly",
         }
+
+
+CHOSEN = ["disk-scratch-2024", "snapshot-db-nightly-03"]
+"""Two of the four resources the ops example finds: what the person approves deleting."""
+
+
+async def _ask_cleanup(gateway: Gateway) -> tuple[str, dict[str, Any]]:
+    """A new ops thread waiting on the approval of its cleanup; that interrupt."""
+    thread_id = new_thread()
+    body = run_input(thread_id, "r1", "clean up old resources")
+    events = await post_run(gateway.http, "ops", body)
+    [approval] = events[-1]["outcome"]["interrupts"]
+    assert approval["subagentRunId"].startswith(f"agui-subagent-{thread_id}-cleanup-")
+    return thread_id, approval
+
+
+def _approve_chosen(thread_id: str, approval: dict[str, Any]) -> dict[str, Any]:
+    payload = {"approved": True, "resources": CHOSEN}
+    entry = {"interruptId": approval["id"], "status": "resolved", "payload": payload}
+    return {"threadId": thread_id, "runId": "r2", "messages": [], "resume": [entry]}
+
+
+async def _completed_activities(client: Client, workflow_id: str) -> list[str]:
+    """The activities that completed in the runs of ``workflow_id``, by type, in order."""
+    completed = []
+    async for _, events in workflow_run_histories(client, workflow_id):
+        scheduled = {
+            e.event_id: e.activity_task_scheduled_event_attributes.activity_type.name
+            for e in events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        }
+        completed += [
+            scheduled[e.activity_task_completed_event_attributes.scheduled_event_id]
+            for e in events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        ]
+    return completed
+
+
+async def _assert_cleaned_up_once(client: Client, gateway: Gateway, thread_id: str) -> None:
+    """The thread ran r1 (asked) and r2 (resumed) once each; its inspector and its
+    cleanup each took every step once, and the cleanup deleted exactly what was chosen."""
+    thread = await _thread(gateway, thread_id)
+    assert [(r["runId"], r["status"]) for r in thread["runs"]] == [
+        ("r1", "interrupted"),
+        ("r2", "succeeded"),
+    ]
+    assert thread["interrupts"] == []
+    subagents = {s["agent"]: s for s in thread["subagents"]}
+    assert {agent: s["status"] for agent, s in subagents.items()} == {
+        "inspector": "succeeded",
+        "cleanup": "succeeded",
+    }
+    inspector = await _completed_activities(client, subagents["inspector"]["subagentRunId"])
+    assert inspector == [
+        "model:ops-inspector",
+        "tool:list_old_resources",
+        "model:ops-inspector",
+    ]
+    cleanup = await _completed_activities(client, subagents["cleanup"]["subagentRunId"])
+    assert cleanup == [
+        "model:ops-cleanup",
+        "tool:delete_resources",
+        "model:ops-cleanup",
+    ]
+    deleted = [json.loads(m["content"]) for m in thread["messages"] if m["role"] == "tool"][-1]
+    assert deleted == {"deleted": CHOSEN}
+    answer = f"Deleted 2 resources: {', '.join(CHOSEN)}."
+    assert thread["messages"][-1] == {
+        **thread["messages"][-1],
+        "role": "assistant",
+        "content": answer,
+    }
+    assert_intact(await thread_log(gateway.http, thread_id))
+
+
+async def test_a_worker_killed_while_ops_waits_for_the_cleanups_approval(client: Client) -> None:
+    async with engine(_address(client)) as stack:
+        worker = stack.start_worker()
+        gateway = await stack.start_gateway()
+        thread_id, approval = await _ask_cleanup(gateway)
+
+        # The inspector has answered; the hook before the cleanup waits on the approval.
+        await worker.kill()
+        stack.start_worker()
+        assert (await _thread(gateway, thread_id))["interrupts"] == [approval]
+
+        events = await post_run(gateway.http, "ops", _approve_chosen(thread_id, approval))
+        assert events[-1]["outcome"] == {"type": "success"}
+        await _assert_cleaned_up_once(client, gateway, thread_id)
+
+
+OPS_WORKER = ("-m", "tests.ops_worker")
+"""A worker whose ops cleanup posts each deletion to ``OPS_DELETIONS_URL`` first."""
+
+
+async def test_a_worker_killed_mid_way_through_the_cleanup_sub_agent(
+    client: Client, receiver: Receiver
+) -> None:
+    async with engine(_address(client), OPS_DELETIONS_URL=receiver.url) as stack:
+        worker = stack.start_worker(OPS_WORKER)
+        gateway = await stack.start_gateway()
+        thread_id, approval = await _ask_cleanup(gateway)
+
+        # Killed while the cleanup sub-agent deletes: its child workflow has run its
+        # model and waits on the deletion, which this worker is running.
+        receiver.hold()
+        resume = asyncio.create_task(
+            post_run(gateway.http, "ops", _approve_chosen(thread_id, approval))
+        )
+        await receiver.wait_for(1)
+        await worker.kill()
+        stack.start_worker(OPS_WORKER)
+        receiver.release()
+
+        events = await resume
+        assert events[-1]["outcome"] == {"type": "success"}
+        [deleted] = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
+        assert deleted["subagentRunId"] == approval["subagentRunId"]
+        await _assert_cleaned_up_once(client, gateway, thread_id)
+        # The new worker deleted again (at least once), with the same key: one deletion.
+        assert len(receiver.deliveries) == 2
+        assert len(receiver.keys()) == 1
+        assert receiver.deliveries[0].body == {"names": CHOSEN}
 
 
 async def test_a_gateway_killed_mid_stream_another_gateway_serves_the_rest(
