@@ -52,8 +52,9 @@ screenshots: $(INSTALLED) $(WEB_INSTALLED) $(CHROMIUM)
 unit: $(INSTALLED)
 	$(BIN)/python -m pytest tests/unit -q
 
+# All scenarios, every file replaced; ONLY="scenario ...": those alone.
 histories: $(INSTALLED)
-	$(BIN)/python -m tests.record_histories
+	$(BIN)/python -m tests.record_histories $(ONLY)
 
 # CODEC=on or CODEC=off: payloads encrypted with a fresh key, or not; unset, as
 # AGUI_PAYLOAD_KEYS says (docs/bench.md, "Encryption").

@@ -7,34 +7,41 @@ meant to be incompatible, once no thread recorded so can still be running; until
 guard it as ``tests/upgrade/`` shows (``docs/operations.md``).
 
 Each scenario runs through the real gateway on a fresh dev server; the file is named
-``<scenario>.<n>.json``, one per workflow run of the thread. They are recorded without
-encryption, whatever ``AGUI_PAYLOAD_KEYS`` says, so a reviewer can read them; the
-replay of an encrypted history differs from theirs only in the codec, which passes
-plaintext through.
+``<scenario>.<n>.json``, one per workflow run of the thread, and
+``<scenario>.<agent>.<n>.json``, one per workflow run of each of its sub-agent runs (a
+child workflow, ``workflows/subagent.py``). They are recorded without encryption,
+whatever ``AGUI_PAYLOAD_KEYS`` says, so a reviewer can read them; the replay of an
+encrypted history differs from theirs only in the codec, which passes plaintext through.
+
+``python -m tests.record_histories <scenario> ...`` (``make histories ONLY="..."``)
+records only the scenarios named, replacing only their files, so that adding a scenario
+leaves the others' histories as they were.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 
 from settings import Settings
 from tests.helpers import LONG_LIVED as LONG_LIVED_RUNS
 from tests.helpers import (
     Stack,
     eventually,
-    history_chain,
     new_thread,
     post_run,
     run_input,
     serve_stack,
     start_dev_server,
+    workflow_run_histories,
 )
 from workflows.thread_ids import workflow_id_for
 
@@ -148,6 +155,15 @@ async def clarify_chosen(stack: Stack, thread_id: str) -> None:
     await _resume(stack, thread_id, _answer(question, "19:00"), agent="clarify")
 
 
+async def ops_cleanup_approved(stack: Stack, thread_id: str) -> None:
+    """Sub-agents: the inspector's child workflow lists old resources, the hook before
+    the cleanup asks (the thread waits, the cleanup not started), and the approval of a
+    shorter list starts the cleanup's child workflow."""
+    (approval,) = await _interrupts(stack, thread_id, "clean up old resources", agent="ops")
+    payload = {"approved": True, "resources": ["disk-scratch-2024", "snapshot-db-nightly-03"]}
+    await _resume(stack, thread_id, _answer(approval, payload), agent="ops")
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -160,6 +176,7 @@ SCENARIOS: dict[str, Scenario] = {
         files_trusted,
         transfer_restarted,
         clarify_chosen,
+        ops_cleanup_approved,
     )
 }
 """Scenarios on threads as the engine runs them: continued as new after every run."""
@@ -173,43 +190,76 @@ LONG_LIVED: dict[str, Scenario] = {
 async def _record(client: Client, stack: Stack, name: str, scenario: Scenario) -> None:
     thread_id = new_thread()
     await scenario(stack, thread_id)
+    await _write_runs(client, workflow_id_for(thread_id), name)
+    thread = (await stack.http.get(f"/threads/{thread_id}")).json()
+    agents = [record["agent"] for record in thread["subagents"]]
+    # One sub-agent run per agent, so that its files can be named for its agent.
+    assert len(agents) == len(set(agents)), agents
+    for record in thread["subagents"]:
+        await _write_runs(
+            client,
+            record["subagentRunId"],
+            f"{name}.{record['agent']}",
+            ended=record["status"] not in ("running", "waiting"),
+        )
+
+
+async def _write_runs(client: Client, workflow_id: str, name: str, ended: bool = False) -> None:
+    """Write the history of each run of ``workflow_id`` to ``<name>.<n>.json``, once the
+    workflow has closed (``ended``: a sub-agent run that answered) or its latest run
+    has had its first workflow task (a history that is only a start event gives the
+    replayer nothing to run)."""
+    handle = client.get_workflow_handle(workflow_id)
 
     async def settled() -> bool:
-        """The latest workflow run has had its first workflow task (a history that is
-        only a start event gives the replayer nothing to run)."""
-        history = await client.get_workflow_handle(workflow_id_for(thread_id)).fetch_history()
+        if ended:
+            return (await handle.describe()).status != WorkflowExecutionStatus.RUNNING
+        history = await handle.fetch_history()
         return any(
             event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
             for event in history.events
         )
 
-    await eventually(settled, what="the latest workflow run's first workflow task")
-    for number, workflow_run in enumerate(await history_chain(client, thread_id), 1):
-        handle = client.get_workflow_handle(workflow_id_for(thread_id), run_id=workflow_run.run_id)
-        history = json.loads((await handle.fetch_history()).to_json())
+    await eventually(settled, what=f"the latest run of {workflow_id} to settle")
+    number = 0
+    async for _, events in workflow_run_histories(client, workflow_id):
+        number += 1
+        history = json.loads(WorkflowHistory(workflow_id, events).to_json())
         path = HISTORIES / f"{name}.{number}.json"
         path.write_text(json.dumps(history, indent=1) + "\n")
         print(f"recorded {path.relative_to(HISTORIES.parent.parent)}")
 
 
-async def main() -> None:
+async def main(only: Sequence[str] = ()) -> None:
+    """Record every scenario, replacing every history; or only the scenarios ``only``
+    names, replacing only theirs."""
+    unknown = sorted(set(only) - set(SCENARIOS) - set(LONG_LIVED))
+    if unknown:
+        raise SystemExit(f"No scenario named {', '.join(unknown)}.")
     HISTORIES.mkdir(exist_ok=True)
     for old in HISTORIES.glob("*.json"):
-        old.unlink()
+        if not only or old.name.split(".")[0] in only:
+            old.unlink()
     plaintext = Settings(payload_keys=None)
     server = await start_dev_server(settings=plaintext)
     try:
         async with serve_stack(server.client, payload_keys=None) as stack:
             for name, scenario in SCENARIOS.items():
-                await _record(server.client, stack, name, scenario)
+                if not only or name in only:
+                    await _record(server.client, stack, name, scenario)
         async with serve_stack(
             server.client, payload_keys=None, continue_as_new_after_runs=LONG_LIVED_RUNS
         ) as stack:
             for name, scenario in LONG_LIVED.items():
-                await _record(server.client, stack, name, scenario)
+                if not only or name in only:
+                    await _record(server.client, stack, name, scenario)
     finally:
         await server.shutdown()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1:]))
+    # The server has shut down. Skip interpreter teardown: the Temporal core's native
+    # threads can outlive it and abort CPython's finalization (SIGABRT), failing make.
+    sys.stdout.flush()
+    os._exit(0)
