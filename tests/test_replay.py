@@ -3,7 +3,9 @@
 Every history in ``tests/histories/`` (recorded by ``tests/record_histories.py``) is
 replayed with Temporal's ``Replayer``. A workflow change that is not deterministic
 against a recorded thread (a reordered activity, a timer added without
-``workflow.patched``, ...) fails here instead of in production.
+``workflow.patched``, ...) fails here instead of in production. That holds for the
+threads' sub-agent runs too (child workflows, ``workflows/subagent.py``), recorded beside
+their thread as ``<scenario>.<agent>.<n>.json``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,22 @@ def test_every_scenario_has_recorded_histories() -> None:
     assert len(list(HISTORIES.glob("long_lived_approval_with_edits.*.json"))) == 1
 
 
+def _workflow_type(path: Path) -> str:
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    return history.events[0].workflow_execution_started_event_attributes.workflow_type.name
+
+
+def test_sub_agent_runs_are_recorded_beside_their_thread() -> None:
+    """``<scenario>.<n>.json`` is a workflow run of the thread; ``<scenario>.<agent>.<n>``
+    a workflow run of the thread's sub-agent run of ``agent``."""
+    kinds = {path.stem: _workflow_type(path) for path in RECORDED}
+    assert {kind for stem, kind in kinds.items() if stem.count(".") == 1} == {"ThreadWorkflow"}
+    assert {stem: kind for stem, kind in kinds.items() if stem.count(".") == 2} == {
+        "ops_cleanup_approved.inspector.1": "SubagentWorkflow",
+        "ops_cleanup_approved.cleanup.1": "SubagentWorkflow",
+    }
+
+
 @pytest.mark.parametrize("path", RECORDED, ids=lambda path: path.stem)
 async def test_a_recorded_thread_replays_under_the_current_code(path: Path) -> None:
     history = WorkflowHistory.from_json(path.stem, path.read_text())
@@ -37,4 +55,6 @@ async def test_a_recorded_thread_replays_under_the_current_code(path: Path) -> N
     assert any(
         event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for event in history.events
     )
+    # The replayer serves the examples and the sub-agents they hand work to
+    # (``served.with_subagents``): a sub-agent run finds its agent by name, as a thread does.
     await build_replayer(EXAMPLES).replay_workflow(history)
