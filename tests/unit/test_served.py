@@ -13,7 +13,13 @@ from settings import Settings
 from worker import activities
 from workflows import served
 from workflows.errors import ErrorCode
-from workflows.sdk import AgentContext, AgentDefinition, ChatReply, ScriptedModel
+from workflows.sdk import (
+    AgentContext,
+    AgentDefinition,
+    ChatReply,
+    ScriptedModel,
+    subagent_tool,
+)
 
 MODEL = ScriptedModel("served", lambda request: ChatReply(text="ok"))
 
@@ -99,3 +105,23 @@ def test_a_worker_refuses_two_models_of_one_name() -> None:
     twin = ScriptedModel("served", lambda request: ChatReply(text="twin"))
     with pytest.raises(ValueError, match="two different models named 'served'"):
         activities(Settings(), [agent("ann"), agent("bob", twin)])
+
+
+def test_the_agents_an_agent_hands_work_to_are_served_with_it() -> None:
+    async def delegate(_: AgentContext) -> None: ...
+
+    task_queue = queue()
+    researcher, writer = agent("researcher"), agent("writer")
+    lead = AgentDefinition(
+        name="lead",
+        description="lead",
+        model=MODEL,
+        tools=[subagent_tool(researcher)],
+    )
+    briefer = AgentDefinition(
+        name="briefer", description="briefer", turn=delegate, delegates_to=[writer]
+    )
+    served.serve(task_queue, [lead, briefer])
+
+    assert served.agent(task_queue, "researcher") is researcher
+    assert served.agent(task_queue, "writer") is writer

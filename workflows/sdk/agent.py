@@ -106,6 +106,9 @@ class AgentDefinition:
     turn: Callable[[AgentContext], Awaitable[None]] = model_loop
     """The turn's logic; by default the model loop. A custom turn uses the context's
     steps (``model``, ``propose``, ``run_tools``, ``call_tool``, ``interrupt_all``, ``say``)."""
+    delegates_to: Sequence[AgentDefinition] = ()
+    """The agents a custom turn hands work to (``ctx.delegate``), which the worker then
+    runs as sub-agents; a sub-agent tool's agent and a graph's need no mention here."""
     state: type[BaseModel] | dict[str, Any] | None = None
     forwarded_props: type[BaseModel] | dict[str, Any] | None = None
     client_roles: frozenset[ClientRole] = DEFAULT_ROLES
@@ -154,9 +157,10 @@ class AgentDefinition:
         return [*models, *tools]
 
     def subagents(self) -> list[AgentDefinition]:
-        """The agents it hands work to: its sub-agent tools' and its turn's (a graph's)."""
+        """The agents it hands work to: its sub-agent tools', its turn's (a graph's) and
+        those it names (``delegates_to``)."""
         tools = [tool.agent for tool in self.tools if isinstance(tool, SubagentTool)]
-        return [*tools, *getattr(self.turn, "subagents", ())]
+        return [*tools, *getattr(self.turn, "subagents", ()), *self.delegates_to]
 
     async def run(self, turn: Turn) -> None:
         """A new turn: whatever an earlier turn left (it failed) is forgotten."""

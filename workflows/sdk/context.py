@@ -313,7 +313,9 @@ class AgentContext:
         tool_call_id: str | None = None,
     ) -> str:
         """Hand ``task`` to ``agent``, which works on it as a sub-agent run of this
-        thread (a child workflow with its own journal); its final answer.
+        thread (a child workflow with its own journal); its final answer. The worker
+        runs only the sub-agents it knows of: a custom turn names ``agent`` in its
+        definition's ``delegates_to``.
 
         Its text and tool calls reach the client in this run, marked with its
         ``subagentRunId``. Its questions end the run with the thread's other open
