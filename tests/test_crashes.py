@@ -3,9 +3,10 @@
 Workers and gateways run as real processes (``tests/processes.py``); the demo's emails
 go to a local mail endpoint (``AGUI_DEMO_MAIL_URL``), which records each delivery with its
 idempotency key and can hold one unanswered: that pins a worker mid-resume, inside the
-``send_email`` tool, when it is killed. The ops example's sub-agents are child workflows
-of the thread; ``tests/ops_worker.py`` posts its cleanup's deletions to the same kind of
-endpoint, which pins a worker mid-way through that sub-agent.
+``send_email`` tool, when it is killed. Sub-agents are child workflows of their thread;
+the worker of ``tests/crash_worker.py`` posts the ops example's deletions to the same
+kind of endpoint, which pins a worker mid-way through its cleanup sub-agent, and serves
+``treasurer``, whose sub-agent run waits on a question of its own.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from settings import Settings
+from tests.crash_worker import AGENTS
 from tests.helpers import (
     TEST_SECRET,
     assert_intact,
@@ -36,6 +38,7 @@ from tests.helpers import (
     new_thread,
     post_run,
     run_input,
+    serve_gateway,
     sse_messages,
     thread_log,
     wait_until_healthy,
@@ -46,6 +49,7 @@ from tests.receiver import Receiver
 from worker import WORKFLOWS, activities, ensure_search_attributes
 from workflows import served
 from workflows.agents import EXAMPLES
+from workflows.thread_ids import workflow_id_for
 
 FILING = {"quarter": "Q2", "year": 2026, "revenue": 7}
 
@@ -224,15 +228,16 @@ async def test_a_worker_killed_while_ops_waits_for_the_cleanups_approval(client:
         await _assert_cleaned_up_once(client, gateway, thread_id)
 
 
-OPS_WORKER = ("-m", "tests.ops_worker")
-"""A worker whose ops cleanup posts each deletion to ``OPS_DELETIONS_URL`` first."""
+CRASH_WORKER = ("-m", "tests.crash_worker")
+"""A worker whose ops cleanup posts each deletion to ``OPS_DELETIONS_URL`` first, and
+which serves ``treasurer``."""
 
 
 async def test_a_worker_killed_mid_way_through_the_cleanup_sub_agent(
     client: Client, receiver: Receiver
 ) -> None:
     async with engine(_address(client), OPS_DELETIONS_URL=receiver.url) as stack:
-        worker = stack.start_worker(OPS_WORKER)
+        worker = stack.start_worker(CRASH_WORKER)
         gateway = await stack.start_gateway()
         thread_id, approval = await _ask_cleanup(gateway)
 
@@ -244,7 +249,7 @@ async def test_a_worker_killed_mid_way_through_the_cleanup_sub_agent(
         )
         await receiver.wait_for(1)
         await worker.kill()
-        stack.start_worker(OPS_WORKER)
+        stack.start_worker(CRASH_WORKER)
         receiver.release()
 
         events = await resume
@@ -256,6 +261,56 @@ async def test_a_worker_killed_mid_way_through_the_cleanup_sub_agent(
         assert len(receiver.deliveries) == 2
         assert len(receiver.keys()) == 1
         assert receiver.deliveries[0].body == {"names": CHOSEN}
+
+
+async def test_a_worker_killed_while_a_sub_agent_run_waits_for_its_answer(
+    client: Client,
+) -> None:
+    async with engine(_address(client)) as stack:
+        # A gateway process serves the examples only; this one serves treasurer too.
+        settings = Settings(task_queue=stack.task_queue, auth_hs256_secret=TEST_SECRET)
+        async with serve_gateway(settings, client, AGENTS) as url, gateway_client(url) as http:
+            worker = stack.start_worker(CRASH_WORKER)
+            thread_id = new_thread()
+            body = run_input(thread_id, "r1", "transfer 50 to Robin")
+            events = await post_run(http, "treasurer", body)
+            [question] = events[-1]["outcome"]["interrupts"]
+            child = question["subagentRunId"]
+            assert child.startswith(f"agui-subagent-{thread_id}-transfer-")
+
+            async def waiting() -> bool:
+                """The sub-agent run continued as new, and its new run waits."""
+                runs = [events async for _, events in workflow_run_histories(client, child)]
+                return len(runs) == 2 and any(
+                    e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for e in runs[1]
+                )
+
+            await eventually(waiting, what="the sub-agent run to wait for its answer")
+            await worker.kill()
+            stack.start_worker(CRASH_WORKER)
+
+            approve = {"status": "resolved", "payload": {"approved": True}}
+            entry = {"interruptId": question["id"], **approve}
+            resume = {"threadId": thread_id, "runId": "r2", "messages": [], "resume": [entry]}
+            done = await post_run(http, "treasurer", resume)
+            assert done[-1]["outcome"] == {"type": "success"}
+
+            thread = (await http.get(f"/threads/{thread_id}")).json()
+            [record] = thread["subagents"]
+            assert (record["subagentRunId"], record["status"]) == (child, "succeeded")
+            # Each model answered once per step. The tool ran twice, as a tool that asks
+            # from inside does: asking, then again with the answer.
+            own = await _completed_activities(client, workflow_id_for(thread_id))
+            assert own == ["model:treasurer", "model:treasurer"]
+            assert await _completed_activities(client, child) == [
+                "model:transfer",
+                "tool:transfer_money",
+                "tool:transfer_money",
+                "model:transfer",
+            ]
+            answer = thread["messages"][-1]["content"]
+            assert answer.startswith("The transfer agent says: Sent 50 to Robin; confirmation")
+            assert_intact(await thread_log(http, thread_id))
 
 
 async def test_a_gateway_killed_mid_stream_another_gateway_serves_the_rest(

@@ -1,11 +1,13 @@
-"""``python -m tests.ops_worker``: ``worker.py`` with the ``ops`` example's deletions
-posted to a local endpoint (``OPS_DELETIONS_URL``) before they are reported done.
+"""``python -m tests.crash_worker``: ``worker.py`` serving what the crash tests need
+(``tests/test_crashes.py``) besides the examples.
 
-The example's inventory is simulated, so nothing in its cleanup sub-agent waits on the
-world; here its ``delete_resources`` calls the test's endpoint, as a cloud API call
-would, with the call's idempotency key. An endpoint that holds the request pins the
-worker mid-way through the cleanup sub-agent when a test kills it
-(``tests/test_crashes.py``). Everything else is the example as served.
+- The ``ops`` example's deletions are posted to a local endpoint (``OPS_DELETIONS_URL``)
+  before they are reported done. The example's inventory is simulated, so nothing in
+  its cleanup sub-agent waits on the world; here its ``delete_resources`` calls the
+  test's endpoint, as a cloud API call would, with the call's idempotency key. An
+  endpoint that holds the request pins the worker mid-way through the cleanup sub-agent
+  when a test kills it.
+- ``treasurer`` (``tests/treasurer.py``), whose sub-agent run waits on its own question.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 from datetime import timedelta
 
 from activities.webhooks import post_json
+from tests.treasurer import TREASURER
 from worker import serve
 from workflows.agents import EXAMPLES, ops
 from workflows.sdk import AgentDefinition, Graph, tool, tool_context
@@ -42,7 +45,7 @@ def _ops() -> AgentDefinition:
     return dataclasses.replace(ops.OPS, turn=dataclasses.replace(graph, nodes=nodes))
 
 
-AGENTS = tuple(_ops() if agent is ops.OPS else agent for agent in EXAMPLES)
+AGENTS = (*(_ops() if agent is ops.OPS else agent for agent in EXAMPLES), TREASURER)
 
 if __name__ == "__main__":
     serve(AGENTS)
