@@ -43,9 +43,15 @@ from tests.helpers import (
     start_dev_server,
     workflow_run_histories,
 )
+from tests.treasurer import TREASURER
+from workflows.agents import EXAMPLES
+from workflows.sdk import AgentDefinition
 from workflows.thread_ids import workflow_id_for
 
 HISTORIES = Path(__file__).parent / "histories"
+AGENTS: tuple[AgentDefinition, ...] = (*EXAMPLES, TREASURER)
+"""The agents of the recorded threads: the examples, and ``treasurer``, whose sub-agent
+run waits on a question of its own (none of the examples' does)."""
 
 Scenario = Callable[[Stack, str], Awaitable[None]]
 
@@ -155,6 +161,14 @@ async def clarify_chosen(stack: Stack, thread_id: str) -> None:
     await _resume(stack, thread_id, _answer(question, "19:00"), agent="clarify")
 
 
+async def treasurer_transfer_approved(stack: Stack, thread_id: str) -> None:
+    """Sub-agents: a sub-agent tool hands the transfer to the transfer agent, whose tool
+    asks from inside; its child workflow continues as new and waits, and the approval
+    reaches it through the thread (its tool runs again with it)."""
+    (question,) = await _interrupts(stack, thread_id, "transfer 50 to Robin", agent="treasurer")
+    await _resume(stack, thread_id, _answer(question, {"approved": True}), agent="treasurer")
+
+
 async def ops_cleanup_approved(stack: Stack, thread_id: str) -> None:
     """Sub-agents: the inspector's child workflow lists old resources, the hook before
     the cleanup asks (the thread waits, the cleanup not started), and the approval of a
@@ -177,6 +191,7 @@ SCENARIOS: dict[str, Scenario] = {
         transfer_restarted,
         clarify_chosen,
         ops_cleanup_approved,
+        treasurer_transfer_approved,
     )
 }
 """Scenarios on threads as the engine runs them: continued as new after every run."""
@@ -243,12 +258,15 @@ async def main(only: Sequence[str] = ()) -> None:
     plaintext = Settings(payload_keys=None)
     server = await start_dev_server(settings=plaintext)
     try:
-        async with serve_stack(server.client, payload_keys=None) as stack:
+        async with serve_stack(server.client, agents=AGENTS, payload_keys=None) as stack:
             for name, scenario in SCENARIOS.items():
                 if not only or name in only:
                     await _record(server.client, stack, name, scenario)
         async with serve_stack(
-            server.client, payload_keys=None, continue_as_new_after_runs=LONG_LIVED_RUNS
+            server.client,
+            agents=AGENTS,
+            payload_keys=None,
+            continue_as_new_after_runs=LONG_LIVED_RUNS,
         ) as stack:
             for name, scenario in LONG_LIVED.items():
                 if not only or name in only:

@@ -16,9 +16,8 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 
-from tests.record_histories import HISTORIES, LONG_LIVED, SCENARIOS
+from tests.record_histories import AGENTS, HISTORIES, LONG_LIVED, SCENARIOS
 from worker import build_replayer
-from workflows.agents import EXAMPLES
 
 RECORDED = sorted(HISTORIES.glob("*.json"))
 
@@ -45,6 +44,9 @@ def test_sub_agent_runs_are_recorded_beside_their_thread() -> None:
     assert {stem: kind for stem, kind in kinds.items() if stem.count(".") == 2} == {
         "ops_cleanup_approved.inspector.1": "SubagentWorkflow",
         "ops_cleanup_approved.cleanup.1": "SubagentWorkflow",
+        # Paused on its question, it continued as new; its second run took the answer.
+        "treasurer_transfer_approved.transfer.1": "SubagentWorkflow",
+        "treasurer_transfer_approved.transfer.2": "SubagentWorkflow",
     }
 
 
@@ -55,6 +57,7 @@ async def test_a_recorded_thread_replays_under_the_current_code(path: Path) -> N
     assert any(
         event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for event in history.events
     )
-    # The replayer serves the examples and the sub-agents they hand work to
-    # (``served.with_subagents``): a sub-agent run finds its agent by name, as a thread does.
-    await build_replayer(EXAMPLES).replay_workflow(history)
+    # The replayer serves the recorded threads' agents and the sub-agents they hand work
+    # to (``served.with_subagents``): a sub-agent run finds its agent by name, as a thread
+    # does.
+    await build_replayer(AGENTS).replay_workflow(history)
