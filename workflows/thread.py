@@ -653,9 +653,10 @@ class ThreadWorkflow:
         settled: bool,
     ) -> None:
         """The body of :meth:`_serve_run`."""
-        if resume or settled:
-            # The tool calls being answered were announced in an earlier run; the
-            # snapshot puts them in this run's view so its TOOL_CALL_RESULTs resolve.
+        if resume or settled or expired is not None:
+            # The tool calls being answered (or expired) were announced in an earlier
+            # run; the snapshot puts them in this run's view so its TOOL_CALL_RESULTs
+            # resolve.
             self._emit_messages_snapshot()
         if resume:
             self._apply_resume(resume, run, operator)
