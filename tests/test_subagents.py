@@ -236,14 +236,20 @@ def interrupts_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return interrupts
 
 
-def started(events: list[dict[str, Any]]) -> dict[str, str]:
-    """The sub-agent runs the events start: their ``subagentRunId`` by the tool call
-    they answer (by agent, for a graph's nodes)."""
+def started(events: list[dict[str, Any]]) -> dict[str, str | None]:
+    """The sub-agent runs the events start, each with the tool call it answers
+    (``None``: a graph's node)."""
     return {
-        e.get("parentToolCallId") or e["name"]: e["subagentRunId"]
+        e["subagentRunId"]: e.get("parentToolCallId")
         for e in events
         if e["type"] == "SUBAGENT_STARTED"
     }
+
+
+def child_of(events: list[dict[str, Any]], tool_call_id: str) -> str:
+    """The sub-agent run that answers the thread's agent's tool call ``tool_call_id``."""
+    [child] = [run for run, call in started(events).items() if call == tool_call_id]
+    return child
 
 
 def own_calls(events: list[dict[str, Any]]) -> list[str]:
@@ -378,7 +384,7 @@ async def test_the_thread_lists_its_sub_agent_runs_and_the_inbox_their_questions
     thread_id = new_thread()
     events = await run(shop, "shop", run_input(thread_id, "r1", "card: charge 20"))
     [asked] = interrupts_of(events)
-    [child] = started(events).values()
+    [child] = started(events)
     assert asked["subagentRunId"] == child
 
     thread = await view(shop, thread_id)
@@ -409,7 +415,7 @@ async def test_cancelling_the_thread_cancels_its_waiting_sub_agent(shop: Stack) 
     client = shop.client
     thread_id = new_thread()
     events = await run(shop, "shop", run_input(thread_id, "r1", "card: charge 20"))
-    [child] = started(events).values()
+    [child] = started(events)
     assert await child_status(client, child) == WorkflowExecutionStatus.RUNNING
 
     await thread_handle(client, thread_id).cancel()
@@ -431,7 +437,7 @@ async def test_a_failing_sub_agent_fails_the_run_and_leaves_the_thread_usable(
 
     events = await run(shop, "shop", run_input(thread_id, "r1", "broken: fix the reader"))
 
-    [child] = started(events).values()
+    [child] = started(events)
     [error] = [e for e in events if e["type"] == "SUBAGENT_ERROR"]
     assert error["subagentRunId"] == child
     assert "The card reader is on fire." in error["message"]
