@@ -204,9 +204,14 @@ class Delegation:
                 )
 
     async def reap(self) -> None:
-        """Cancel the live sub-agent runs no open interrupt waits on: their turn ended
-        without them (it failed, or what it asked was withdrawn). Between runs only."""
-        waited_on = {i.subagent_run_id for i in self._thread.open_interrupts}
+        """Cancel the live sub-agent runs the paused turn does not wait on: their turn
+        ended without them (it failed, or what it asked was withdrawn). Between runs only.
+
+        A sub-agent run waits on every interrupt its turn asked, open or answered: one
+        answered already (expired, or settled by decisions) while others are still open
+        gets its answer once they all are, when the turn resumes.
+        """
+        waited_on = {i.subagent_run_id for i in self._thread.asked}
         for record in self._thread.subagents:
             if record.status in LIVE and record.subagent_run_id not in waited_on:
                 await self._cancel(record)
