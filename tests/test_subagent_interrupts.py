@@ -118,6 +118,24 @@ async def test_a_sub_agents_interrupt_only_tool_asks_under_its_schema(shop: Stac
     assert results(done) == {delegated: "picked blue"}
 
 
+async def test_a_sub_agent_asks_again_after_its_answer(shop: Stack) -> None:
+    thread_id = new_thread()
+    events = await run(shop, "shop", run_input(thread_id, "r1", "picker: red,blue,more"))
+    [first] = interrupts_of(events)
+    child = first["subagentRunId"]
+
+    again = await run(shop, "shop", resume(thread_id, "r2", resolve(first, "more")))
+
+    [second] = interrupts_of(again)
+    assert second["subagentRunId"] == child and second["id"] != first["id"]
+    assert second["responseSchema"] == {"enum": ["red", "blue"]}
+    suspended = {"type": "suspended", "interruptIds": [second["id"]]}
+    assert lifecycle(again, child) == [("SUBAGENT_STARTED", None), ("SUBAGENT_FINISHED", suspended)]
+    done = await run(shop, "shop", resume(thread_id, "r3", resolve(second, "red")))
+    assert text(done) == "picked red"
+    assert [s["status"] for s in (await view(shop, thread_id))["subagents"]] == ["succeeded"]
+
+
 async def test_a_sub_agents_approval_runs_on_edits_its_policy_allows(shop: Stack) -> None:
     assert shop.client is not None
     thread_id = new_thread()
@@ -315,3 +333,36 @@ async def test_a_sub_agents_question_expires_and_the_thread_goes_on(shop: Stack)
     assert text(done) == "card: Not run: the question was expired."
     assert RAN[f"{child}/charge"] == 1
     assert [s["status"] for s in thread["subagents"]] == ["succeeded"]
+
+
+async def test_one_of_two_sub_agents_questions_expires_and_its_run_waits_for_the_other(
+    shop: Stack,
+) -> None:
+    assert shop.client is not None
+    thread_id = new_thread()
+    body = run_input(thread_id, "r1", "card: charge 20 within 2\ncard: charge 30")
+    asked = interrupts_of(await run(shop, "shop", body))
+    [expiring] = [i for i in asked if "expiresAt" in i]
+    [waiting] = [i for i in asked if "expiresAt" not in i]
+
+    async def expired() -> bool:
+        thread = await view(shop, thread_id)
+        return (
+            thread["runs"][-1]["runId"].startswith("expiry-")
+            and thread["runs"][-1]["status"] == "interrupted"
+        )
+
+    await eventually(expired, what="the expiry run to end")
+    thread = await view(shop, thread_id)
+    assert [i["id"] for i in thread["interrupts"]] == [waiting["id"]]
+    # Both sub-agent runs wait: the expired one for its answer to be handed over.
+    assert [s["status"] for s in thread["subagents"]] == ["waiting", "waiting"]
+    for interrupt in asked:
+        status = await child_status(shop.client, interrupt["subagentRunId"])
+        assert status == WorkflowExecutionStatus.RUNNING
+
+    done = await run(shop, "shop", resume(thread_id, "r2", resolve(waiting, "amex")))
+
+    assert text(done, expiring["subagentRunId"]) == "card: Not run: the question was expired."
+    assert text(done, waiting["subagentRunId"]) == "card: 30 on amex"
+    assert done[-1]["outcome"] == {"type": "success"}

@@ -99,11 +99,13 @@ def choose(options: list[str]) -> Ask[str]:
 
 
 def picking(request: ChatRequest) -> ChatReply:
-    """``a,b,c``: the user picks one; then the pick."""
+    """``a,b,more``: the user picks one; ``more`` asks again, without it; then the pick."""
     results = tool_results(request.messages)
-    if results:
-        return ChatReply(text=f"picked {results[-1][1]}")
     options = last_user_text(request.messages).split(",")
+    if results and results[-1][1] != "more":
+        return ChatReply(text=f"picked {results[-1][1]}")
+    if results:
+        options.remove("more")
     return ChatReply(tool_calls=[ProposedCall(name="choose", arguments={"options": options})])
 
 
