@@ -842,6 +842,7 @@ class ThreadWorkflow:
             if code == ErrorCode.PERMIT_MISMATCH:
                 record = audit.refused_permit(self._permits, message, workflow.now(), run.run_id)
                 audit.append(self._thread.audit, record)
+            self._withdraw_questions()
             self._fail_run(run, code, message)
             return
         self._emit_own(StateSnapshotEvent(snapshot=self._thread.state))
@@ -899,8 +900,19 @@ class ThreadWorkflow:
 
     def _undo_turn(self) -> None:
         """Undo what the run's turn did to the thread's interrupts and data, for a run
-        that ends on its fault: the interrupts it opened are withdrawn (with their
-        reminders), its paused turn forgotten, state and memory as the run found them."""
+        that ends on its fault: its questions withdrawn, state and memory as the run
+        found them."""
+        self._withdraw_questions()
+        state, memory = pydantic_core.from_json(self._data_before)
+        self._thread.state, self._thread.memory = state, memory
+
+    def _withdraw_questions(self) -> None:
+        """Withdraw the interrupts the run opened (with their reminders) and forget the
+        paused turn, for a run that ends with ``RUN_ERROR``: only ``RUN_FINISHED``
+        announces interrupts, so a client never learns of these, and a resume would
+        continue a turn that failed (one whose sub-agent failed waits forever for it).
+        The sub-agent runs that asked them are cancelled after the run
+        (``Delegation.reap``)."""
         thread = self._thread
         withdrawn = [i for i in thread.open_interrupts if i.id in self._asked_here]
         for interrupt in withdrawn:
@@ -913,8 +925,6 @@ class ThreadWorkflow:
         if not thread.open_interrupts:
             thread.asked, thread.answers = [], {}
             thread.journal.scopes.clear()
-        state, memory = pydantic_core.from_json(self._data_before)
-        thread.state, thread.memory = state, memory
 
     def _take_input(self, run_input: RunAgentInput) -> None:
         """Take in a client's run's new messages and state (checked by ``_check_run``)."""
