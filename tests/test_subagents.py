@@ -459,3 +459,31 @@ async def test_a_failing_sub_agent_fails_the_run_and_leaves_the_thread_usable(
     again = await run(shop, "shop", run_input(thread_id, "r2", "broken: fix the reader", "hello"))
     assert again[-1]["outcome"] == {"type": "success"}
     assert text(again) == "Nothing to hand over."
+
+
+async def test_a_sub_agent_failing_beside_one_that_asks_ends_both(shop: Stack) -> None:
+    assert shop.client is not None
+    client = shop.client
+    thread_id = new_thread()
+    body = run_input(thread_id, "r1", "broken: fix the reader\ncard: charge 20")
+
+    events = await run(shop, "shop", body)
+
+    assert events[-1]["code"] == ErrorCode.AGENT_FAILED
+    errors = {e["subagentRunId"]: e["message"] for e in events if e["type"] == "SUBAGENT_ERROR"}
+    [failed] = [child for child, message in errors.items() if "on fire" in message]
+    [asking] = [child for child in started(events) if child != failed]
+    # What it asked was never opened: no suspension, the run failed around it.
+    assert errors[asking] == "The run ended before the sub-agent did."
+    assert "SUBAGENT_FINISHED" not in types(events)
+    thread = await view(shop, thread_id)
+    assert thread["interrupts"] == []
+    statuses = {s["subagentRunId"]: s["status"] for s in thread["subagents"]}
+    assert statuses == {failed: "failed", asking: "cancelled"}
+
+    async def cancelled() -> bool:
+        return await child_status(client, asking) == WorkflowExecutionStatus.CANCELED
+
+    await eventually(cancelled, what="the asking sub-agent run to be cancelled")
+    again = await run(shop, "shop", run_input(thread_id, "r2", "broken: fix the reader", "hi"))
+    assert text(again) == "Nothing to hand over."
