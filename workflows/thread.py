@@ -186,6 +186,10 @@ class ThreadWorkflow:
             await workflow.wait_condition(
                 lambda: self._should_continue_as_new() and self._between_runs()
             )
+            if workflow.cancellation_reason() is not None:
+                # Cancelled as its last run ended: the cancel reaches this coroutine only
+                # after it ran on, and a continue-as-new would drop it.
+                raise asyncio.CancelledError
         except asyncio.CancelledError:
             # Cancelled (``temporal workflow cancel``): its sub-agents go with it.
             await self._delegation.cancel_all()
