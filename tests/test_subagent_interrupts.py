@@ -319,7 +319,7 @@ async def test_a_sub_agents_question_expires_and_the_thread_goes_on(shop: Stack)
 
     async def expired() -> bool:
         thread = await view(shop, thread_id)
-        return thread["status"] == "idle" and thread["runs"][-1]["status"] == "succeeded"
+        return bool(thread["status"] == "idle" and thread["runs"][-1]["status"] == "succeeded")
 
     await eventually(expired, what="the expiry run to end")
     thread = await view(shop, thread_id)
@@ -346,11 +346,8 @@ async def test_one_of_two_sub_agents_questions_expires_and_its_run_waits_for_the
     [waiting] = [i for i in asked if "expiresAt" not in i]
 
     async def expired() -> bool:
-        thread = await view(shop, thread_id)
-        return (
-            thread["runs"][-1]["runId"].startswith("expiry-")
-            and thread["runs"][-1]["status"] == "interrupted"
-        )
+        last = (await view(shop, thread_id))["runs"][-1]
+        return bool(last["runId"].startswith("expiry-") and last["status"] == "interrupted")
 
     await eventually(expired, what="the expiry run to end")
     thread = await view(shop, thread_id)
