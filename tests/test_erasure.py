@@ -13,7 +13,6 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
-from gateway.streaming import thread_handle
 from tests.helpers import (
     Stack,
     bearer,
@@ -25,6 +24,7 @@ from tests.helpers import (
     start_dev_server,
 )
 from tests.test_approvers import AGENT, APPROVALS, FINANCE
+from tests.test_subagents import SHOP, resolve, resume, started
 from workflows.thread_ids import workflow_id_for
 
 ADMINS = ["agui-admins"]
@@ -52,6 +52,13 @@ def client(server: WorkflowEnvironment) -> Client:
 async def payments(client: Client) -> AsyncIterator[Stack]:
     """A stack serving an agent whose payments finance approves."""
     async with serve_stack(client, agents=[APPROVALS]) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+async def delegating(client: Client) -> AsyncIterator[Stack]:
+    """A stack serving an agent that hands tasks to sub-agents."""
+    async with serve_stack(client, agents=[SHOP]) as running:
         yield running
 
 
@@ -86,8 +93,12 @@ async def _listed(http: httpx.AsyncClient) -> set[str]:
 
 
 async def _gone(client: Client, thread_id: str) -> bool:
+    return await _gone_workflow(client, workflow_id_for(thread_id))
+
+
+async def _gone_workflow(client: Client, workflow_id: str) -> bool:
     try:
-        await thread_handle(client, thread_id).describe()
+        await client.get_workflow_handle(workflow_id).describe()
     except RPCError as err:
         return err.status == RPCStatusCode.NOT_FOUND
     return False
@@ -176,3 +187,36 @@ async def _has_runs(client: Client, thread_id: str, count: int) -> bool:
 
 async def _contains(found: Any, item: str) -> bool:
     return item in await found
+
+
+async def test_erasing_a_thread_erases_its_sub_agent_runs(
+    client: Client, delegating: Stack
+) -> None:
+    """A thread with a sub-agent run that ended and one that waits: both go with it."""
+    thread_id = new_thread()
+    events = await post_run(delegating.http, "shop", run_input(thread_id, "r1", "picker: a,b"))
+    [picker] = started(events)
+    (picked,) = events[-1]["outcome"]["interrupts"]
+    await post_run(delegating.http, "shop", resume(thread_id, "r2", resolve(picked, "a")))
+    body = run_input(thread_id, "r3", "picker: a,b", "card: charge 20")
+    [card] = started(await post_run(delegating.http, "shop", body))
+    workflow_id = workflow_id_for(thread_id)
+    under = f"RootWorkflowId = '{workflow_id}' AND WorkflowId != '{workflow_id}'"
+
+    async def listed() -> set[str]:
+        return {execution.id async for execution in client.list_workflows(under)}
+
+    async def both_listed() -> bool:
+        return await listed() == {picker, card}
+
+    await eventually(both_listed, what="the sub-agent runs listed under the thread")
+    assert await client.get_workflow_handle(picker).result() == "picked a"
+
+    response = await delegating.http.delete(f"/threads/{thread_id}")
+    assert response.status_code == 204, response.text
+
+    async def erased() -> bool:
+        gone = [await _gone_workflow(client, child) for child in (picker, card)]
+        return all(gone) and not await listed()
+
+    await eventually(erased, what="the sub-agent runs gone from Temporal")

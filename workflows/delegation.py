@@ -4,8 +4,9 @@ them, and ending the ones it no longer waits on.
 Each sub-agent run is a child workflow (``workflows/subagent.py``); the thread keeps a
 :class:`~workflows.models.SubagentRecord` of it (``GET /threads/{id}`` lists them) and
 the wire's lifecycle events for it in each run: ``SUBAGENT_STARTED`` when the run starts
-or resumes it, ``SUBAGENT_FINISHED`` when it answers or pauses (outcome ``suspended``,
-with its interrupts), ``SUBAGENT_ERROR`` when it fails. Reports arrive as signals; a
+or resumes it, ``SUBAGENT_FINISHED`` when it answers, or when the run ends on what it
+asked (outcome ``suspended``, with its interrupts), ``SUBAGENT_ERROR`` when it fails or
+the run fails around it. Reports arrive as signals; a
 turn awaits them in order (:meth:`Delegation.report`), so the run's events are the
 sub-agent's, in its order, wherever the signals interleave.
 """
@@ -172,15 +173,6 @@ class Delegation:
             )
         )
 
-    def suspend(self, subagent_run_id: str) -> None:
-        if subagent_run_id not in self._open:
-            return
-        self._open.discard(subagent_run_id)
-        outcome = SubagentFinishedSuspendedOutcome(
-            type="suspended", interrupt_ids=self._asked.get(subagent_run_id, [])
-        )
-        self._emit(SubagentFinishedEvent(subagent_run_id=subagent_run_id, outcome=outcome))
-
     def fail(self, subagent_run_id: str, code: str, message: str) -> None:
         if subagent_run_id not in self._open:
             return
@@ -192,10 +184,17 @@ class Delegation:
     def end_run(self, interrupted: bool) -> None:
         """Close the lifecycle of the sub-agents the run leaves open, before its
         terminal event: suspended ones that asked in a run that ends on interrupts,
-        else (the run failed around them) with ``SUBAGENT_ERROR``."""
+        else (the run failed around them) with ``SUBAGENT_ERROR``.
+
+        Only here: until the run ends, what they asked may yet be withdrawn (a sibling
+        fails the turn), and a client must not read of interrupts the run never opens.
+        """
         for subagent_run_id in sorted(self._open):
-            if interrupted and self._asked.get(subagent_run_id):
-                self.suspend(subagent_run_id)
+            asked = self._asked.get(subagent_run_id)
+            if interrupted and asked:
+                self._open.discard(subagent_run_id)
+                outcome = SubagentFinishedSuspendedOutcome(type="suspended", interrupt_ids=asked)
+                self._emit(SubagentFinishedEvent(subagent_run_id=subagent_run_id, outcome=outcome))
             else:
                 self.fail(
                     subagent_run_id,
@@ -204,9 +203,14 @@ class Delegation:
                 )
 
     async def reap(self) -> None:
-        """Cancel the live sub-agent runs no open interrupt waits on: their turn ended
-        without them (it failed, or what it asked was withdrawn). Between runs only."""
-        waited_on = {i.subagent_run_id for i in self._thread.open_interrupts}
+        """Cancel the live sub-agent runs the paused turn does not wait on: their turn
+        ended without them (it failed, or what it asked was withdrawn). Between runs only.
+
+        A sub-agent run waits on every interrupt its turn asked, open or answered: one
+        answered already (expired, or settled by decisions) while others are still open
+        gets its answer once they all are, when the turn resumes.
+        """
+        waited_on = {i.subagent_run_id for i in self._thread.asked}
         for record in self._thread.subagents:
             if record.status in LIVE and record.subagent_run_id not in waited_on:
                 await self._cancel(record)

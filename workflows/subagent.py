@@ -123,6 +123,11 @@ class SubagentWorkflow:
                 return None
             round_ += 1
             if round_ not in self._answers:
+                if workflow.cancellation_reason() is not None:
+                    # Cancelled (its thread reaped it) as the round ended: the cancel
+                    # reaches this coroutine only after it ran on, and a continue-as-new
+                    # would drop it.
+                    raise asyncio.CancelledError
                 self._show(f"waiting for the answers to {len(self._asked())} question(s)")
                 workflow.continue_as_new(
                     self._start.model_copy(update={"round": round_, "state": self._thread})

@@ -186,6 +186,10 @@ class ThreadWorkflow:
             await workflow.wait_condition(
                 lambda: self._should_continue_as_new() and self._between_runs()
             )
+            if workflow.cancellation_reason() is not None:
+                # Cancelled as its last run ended: the cancel reaches this coroutine only
+                # after it ran on, and a continue-as-new would drop it.
+                raise asyncio.CancelledError
         except asyncio.CancelledError:
             # Cancelled (``temporal workflow cancel``): its sub-agents go with it.
             await self._delegation.cancel_all()
@@ -653,9 +657,10 @@ class ThreadWorkflow:
         settled: bool,
     ) -> None:
         """The body of :meth:`_serve_run`."""
-        if resume or settled:
-            # The tool calls being answered were announced in an earlier run; the
-            # snapshot puts them in this run's view so its TOOL_CALL_RESULTs resolve.
+        if resume or settled or expired is not None:
+            # The tool calls being answered (or expired) were announced in an earlier
+            # run; the snapshot puts them in this run's view so its TOOL_CALL_RESULTs
+            # resolve.
             self._emit_messages_snapshot()
         if resume:
             self._apply_resume(resume, run, operator)
@@ -841,6 +846,7 @@ class ThreadWorkflow:
             if code == ErrorCode.PERMIT_MISMATCH:
                 record = audit.refused_permit(self._permits, message, workflow.now(), run.run_id)
                 audit.append(self._thread.audit, record)
+            self._withdraw_questions()
             self._fail_run(run, code, message)
             return
         self._emit_own(StateSnapshotEvent(snapshot=self._thread.state))
@@ -898,8 +904,19 @@ class ThreadWorkflow:
 
     def _undo_turn(self) -> None:
         """Undo what the run's turn did to the thread's interrupts and data, for a run
-        that ends on its fault: the interrupts it opened are withdrawn (with their
-        reminders), its paused turn forgotten, state and memory as the run found them."""
+        that ends on its fault: its questions withdrawn, state and memory as the run
+        found them."""
+        self._withdraw_questions()
+        state, memory = pydantic_core.from_json(self._data_before)
+        self._thread.state, self._thread.memory = state, memory
+
+    def _withdraw_questions(self) -> None:
+        """Withdraw the interrupts the run opened (with their reminders) and forget the
+        paused turn, for a run that ends with ``RUN_ERROR``: only ``RUN_FINISHED``
+        announces interrupts, so a client never learns of these, and a resume would
+        continue a turn that failed (one whose sub-agent failed waits forever for it).
+        The sub-agent runs that asked them are cancelled after the run
+        (``Delegation.reap``)."""
         thread = self._thread
         withdrawn = [i for i in thread.open_interrupts if i.id in self._asked_here]
         for interrupt in withdrawn:
@@ -912,8 +929,6 @@ class ThreadWorkflow:
         if not thread.open_interrupts:
             thread.asked, thread.answers = [], {}
             thread.journal.scopes.clear()
-        state, memory = pydantic_core.from_json(self._data_before)
-        thread.state, thread.memory = state, memory
 
     def _take_input(self, run_input: RunAgentInput) -> None:
         """Take in a client's run's new messages and state (checked by ``_check_run``)."""

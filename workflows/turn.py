@@ -93,10 +93,6 @@ class SubagentHost(Protocol):
         """Emit ``SUBAGENT_FINISHED``: done, with its answer."""
         ...
 
-    def suspend(self, subagent_run_id: str) -> None:
-        """Emit ``SUBAGENT_FINISHED`` suspended on what it asked in the run in progress."""
-        ...
-
     def fail(self, subagent_run_id: str, code: str, message: str) -> None:
         """Emit ``SUBAGENT_ERROR``."""
         ...

@@ -383,8 +383,8 @@ class AgentContext:
                 interrupts = self.turn.host.ask(
                     report.questions, subagent_run_id=run_id, ids=report.interrupt_ids
                 )
+                # It is suspended once the run ends on these (``Delegation.end_run``).
                 self.scope.record("interrupts", interrupt_ids=[i.id for i in interrupts])
-                host.suspend(run_id)
                 raise Suspend
 
     def tool_result(self, call: ToolCallView, content: str) -> None:

@@ -23,7 +23,6 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from workflows.sdk.context import AgentContext
-    from workflows.sdk.journal import Suspend
 
 if TYPE_CHECKING:
     from workflows.sdk.agent import AgentDefinition
@@ -168,14 +167,10 @@ class Graph:
             if node.before:
                 host.announce(run_id, agent.name, agent.description, None)
                 asking = AgentContext(ctx.turn, ctx.scope, ctx.agent, subagent_run_id=run_id)
-                try:
-                    for hook in node.before:
-                        await hook(asking, call)
-                        if call.cancelled is not None:
-                            break
-                except Suspend:
-                    host.suspend(run_id)
-                    raise
+                for hook in node.before:
+                    await hook(asking, call)
+                    if call.cancelled is not None:
+                        break
                 if call.cancelled is not None:
                     host.finish(run_id, call.cancelled)
                     return {"skipped": call.cancelled}
