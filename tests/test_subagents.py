@@ -12,6 +12,7 @@ its question its own way.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ from temporalio.exceptions import ApplicationError
 
 from gateway.streaming import thread_handle
 from tests.helpers import (
+    TEMPORAL_CLI,
     Stack,
     eventually,
     history_length,
@@ -54,6 +56,7 @@ from workflows.sdk import (
     tool_context,
     tool_results,
 )
+from workflows.thread_ids import workflow_id_for
 
 RAN: Counter[str] = Counter()
 """Tool runs, by ``<sub-agent run id>/<tool>`` (a sub-agent's tools see its run id as
@@ -426,6 +429,43 @@ async def test_cancelling_the_thread_cancels_its_waiting_sub_agent(shop: Stack) 
     await eventually(cancelled, what="the sub-agent run to be cancelled")
     thread = await thread_handle(client, thread_id).describe()
     assert thread.status == WorkflowExecutionStatus.CANCELED
+
+
+async def test_the_runbook_terminates_a_thread_with_its_waiting_sub_agent(shop: Stack) -> None:
+    """Terminating runs no workflow code, so the thread cannot end its sub-agent runs
+    itself; the runbook's one command ends both (docs/operations.md, "Sub-agents")."""
+    assert shop.client is not None
+    client = shop.client
+    thread_id = new_thread()
+    events = await run(shop, "shop", run_input(thread_id, "r1", "card: charge 20"))
+    [child] = started(events)
+    query = f"RootWorkflowId='{workflow_id_for(thread_id)}'"
+
+    process = await asyncio.create_subprocess_exec(
+        str(TEMPORAL_CLI),
+        "workflow",
+        "terminate",
+        "--query",
+        query,
+        "--reason",
+        "test",
+        "--yes",
+        "--address",
+        client.service_client.config.target_host,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+
+    async def both_terminated() -> bool:
+        thread = await thread_handle(client, thread_id).describe()
+        return (thread.status, await child_status(client, child)) == (
+            WorkflowExecutionStatus.TERMINATED,
+            WorkflowExecutionStatus.TERMINATED,
+        )
+
+    await eventually(both_terminated, what="the thread and its sub-agent run to be terminated")
 
 
 async def test_a_failing_sub_agent_fails_the_run_and_leaves_the_thread_usable(
