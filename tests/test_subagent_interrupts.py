@@ -12,8 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
+from ag_ui.core import ResumeEntry
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from gateway.streaming import thread_handle
 from tests.helpers import (
     OWNER,
     Stack,
@@ -45,6 +47,8 @@ from tests.test_subagents import (
 )
 from workflows.approvers import arguments_digest
 from workflows.errors import ErrorCode
+from workflows.models import OperatorResume
+from workflows.thread import ThreadWorkflow
 
 
 @pytest.fixture(scope="module")
@@ -363,3 +367,42 @@ async def test_one_of_two_sub_agents_questions_expires_and_its_run_waits_for_the
     assert text(done, expiring["subagentRunId"]) == "card: Not run: the question was expired."
     assert text(done, waiting["subagentRunId"]) == "card: 30 on amex"
     assert done[-1]["outcome"] == {"type": "success"}
+
+
+async def test_a_repeated_resume_replays_its_run_and_hands_the_sub_agent_nothing_twice(
+    shop: Stack,
+) -> None:
+    thread_id = new_thread()
+    events = await run(shop, "shop", run_input(thread_id, "r1", "card: charge 30"))
+    [delegated] = own_calls(events)
+    child = child_of(events, delegated)
+    [asked] = interrupts_of(events)
+    done = await run(shop, "shop", resume(thread_id, "r2", resolve(asked, "visa")))
+    ran = RAN[f"{child}/charge"]
+
+    again = await run(shop, "shop", resume(thread_id, "r2", resolve(asked, "visa")))
+
+    assert again == done
+    assert RAN[f"{child}/charge"] == ran
+    assert [r["status"] for r in (await view(shop, thread_id))["subagents"]] == ["succeeded"]
+
+
+async def test_an_operator_answers_a_sub_agents_question(shop: Stack) -> None:
+    assert shop.client is not None
+    thread_id = new_thread()
+    events = await run(shop, "shop", run_input(thread_id, "r1", "card: charge 40"))
+    [delegated] = own_calls(events)
+    child = child_of(events, delegated)
+    [asked] = interrupts_of(events)
+    entry = ResumeEntry(interrupt_id=asked["id"], status="resolved", payload="amex")
+
+    result = await thread_handle(shop.client, thread_id).execute_update(
+        ThreadWorkflow.operator_resume, OperatorResume(resume=[entry], operator="oncall")
+    )
+
+    assert result.outcome == "applied"
+    thread = await view(shop, thread_id)
+    assert thread["interrupts"] == []
+    assert [r["status"] for r in thread["subagents"]] == ["succeeded"]
+    assert thread["messages"][-1]["content"] == "card: 40 on amex"
+    assert await child_status(shop.client, child) == WorkflowExecutionStatus.COMPLETED
