@@ -81,7 +81,8 @@ def clean_up(request: ChatRequest) -> ChatReply:
             tool_calls=[ProposedCall(name="delete_resources", arguments={"names": names})]
         )
     deleted = json.loads(results[-1][1]).get("deleted", [])
-    return ChatReply(text=f"Deleted {len(deleted)} resources: {', '.join(deleted)}.")
+    noun = "resource" if len(deleted) == 1 else "resources"
+    return ChatReply(text=f"Deleted {len(deleted)} {noun}: {', '.join(deleted)}.")
 
 
 INSPECTOR = AgentDefinition(
