@@ -375,7 +375,7 @@ async def test_ops_refuses_an_edit_beyond_the_list_found_and_applies_nothing(
     assert deletions(done) == [
         {"subagentRunId": interrupt["subagentRunId"], "names": ["vm-build-runner-7"]}
     ]
-    assert text(done) == "Deleted 1 resources: vm-build-runner-7."
+    assert text(done) == "Deleted 1 resource: vm-build-runner-7."
 
 
 # --- the life of sub-agent runs -----------------------------------------------------
