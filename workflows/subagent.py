@@ -44,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import budgets
     from workflows.errors import ErrorCode
     from workflows.failures import failure
+    from workflows.model_streams import ModelStreams
     from workflows.models import STREAM_SIGNAL, ModelDelta, ThreadState
     from workflows.questions import Question
     from workflows.subagent_models import (
@@ -79,7 +80,7 @@ class SubagentWorkflow:
             messages=[UserMessage(id=f"{start.subagent_run_id}-task", content=start.task)],
         )
         self._answers: dict[int, SubagentAnswers] = {}
-        self._listeners: dict[str, Callable[[ModelDelta], None]] = {}
+        self._streams = ModelStreams()
         self._report = self._new_report(start.round, seq=0)
         """What the round did since its last report."""
         self._sending: asyncio.Task[None] | None = None
@@ -141,14 +142,10 @@ class SubagentWorkflow:
     @workflow.signal(name=STREAM_SIGNAL)
     def model_stream(self, delta: ModelDelta) -> None:
         """Its model activity's output so far (``activities.chat.DeltaSender``)."""
-        listener = self._listeners.get(delta.activity_id)
-        if listener is None:
-            return
-        try:
-            listener(delta)
-        except Exception as error:
-            # A signal handler must not raise; over its budget, the round fails once
-            # the model's activity returns (``emit`` raises again).
+        error = self._streams.deliver(delta)
+        if error is not None:
+            # Over its budget: the round fails once the model's activity returns
+            # (``emit`` raises again).
             workflow.logger.warning("streamed sub-agent output dropped", exc_info=error)
 
     # --- TurnHost -------------------------------------------------------------------
@@ -207,10 +204,7 @@ class SubagentWorkflow:
 
     def listen(self, activity_id: str, listener: Callable[[ModelDelta], None] | None) -> None:
         """Route its model activity's streamed output (``None``: stop)."""
-        if listener is None:
-            del self._listeners[activity_id]
-        else:
-            self._listeners[activity_id] = listener
+        self._streams.listen(activity_id, listener)
 
     @property
     def subagents(self) -> SubagentHost:

@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.event_log import EventLog
     from workflows.failures import RUN_FAULTS, failure
     from workflows.interrupts import answer_key, check_resume, is_replay
+    from workflows.model_streams import ModelStreams
     from workflows.models import (
         STREAM_SIGNAL,
         Answer,
@@ -155,8 +156,8 @@ class ThreadWorkflow:
         self._published: list[Interrupt] = self._thread.open_interrupts
         """The open interrupts as last written to the memo (a continue-as-new hands the
         new workflow run the memo of the one before)."""
-        self._listeners: dict[str, Callable[[ModelDelta], None]] = {}
-        """Who takes a model activity's streamed output, by activity id."""
+        self._streams = ModelStreams()
+        """Who takes a model activity's streamed output."""
         self._fault: ApplicationError | None = None
         """Why the run in progress ends with ``RUN_ERROR`` whatever its turn does next:
         the turn went over a budget (``workflows/budgets.py``)."""
@@ -243,14 +244,9 @@ class ThreadWorkflow:
     def model_stream(self, delta: ModelDelta) -> None:
         """A model activity's output so far; the run that awaits it streams it on (see
         ``activities.chat.DeltaSender``). Late deltas, of a step already done, are dropped."""
-        listener = self._listeners.get(delta.activity_id)
-        if listener is None:
-            return
-        try:
-            listener(delta)
-        except Exception as error:
-            # A signal handler must not raise: that would fail the workflow task. Over a
-            # budget, most likely (``emit``): the run ends on it once the model's
+        error = self._streams.deliver(delta)
+        if error is not None:
+            # Over a budget, most likely (``emit``): the run ends on it once the model's
             # activity returns.
             if not isinstance(error, ApplicationError):
                 workflow.logger.error("streamed model output failed", exc_info=error)
@@ -733,10 +729,7 @@ class ThreadWorkflow:
 
     def listen(self, activity_id: str, listener: Callable[[ModelDelta], None] | None) -> None:
         """Route a model activity's streamed output (``TurnHost``; ``None``: stop)."""
-        if listener is None:
-            del self._listeners[activity_id]
-        else:
-            self._listeners[activity_id] = listener
+        self._streams.listen(activity_id, listener)
 
     @property
     def subagents(self) -> Delegation:
