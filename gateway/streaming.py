@@ -26,7 +26,6 @@ must create nothing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import logging
@@ -322,10 +321,15 @@ async def follow(
             await asyncio.sleep(idle_seconds)
         elif not page.more:
             pace.read(page.running and bool(page.events))
-            keepalive_in = KEEPALIVE_SECONDS - (time.monotonic() - quiet_since)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(max(keepalive_in, 0.0)):
-                    await pace.due(poll_seconds if page.running else idle_seconds)
+            due = asyncio.ensure_future(pace.due(poll_seconds if page.running else idle_seconds))
+            try:
+                # Keepalives go out while the pace waits, without a read.
+                while not (await asyncio.wait({due}, timeout=_keepalive_in(quiet_since)))[0]:
+                    quiet_since = time.monotonic()
+                    yield []
+                due.result()
+            finally:
+                due.cancel()
         try:
             page = await thread.query(
                 ThreadWorkflow.log,
@@ -349,6 +353,12 @@ async def follow(
                 log.warning("stopped following %s: %s", thread.id, err.status.name)
                 return
             page = None
+
+
+def _keepalive_in(quiet_since: float) -> float:
+    """Seconds until a stream quiet since ``quiet_since`` (``time.monotonic()``) sends
+    a keepalive."""
+    return max(KEEPALIVE_SECONDS - (time.monotonic() - quiet_since), 0.0)
 
 
 async def _last_events(
