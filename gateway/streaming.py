@@ -89,6 +89,35 @@ FOLLOW_QUERY_TIMEOUT = timedelta(seconds=10)
 such a failure, so the stream's keepalives go on meanwhile."""
 
 
+WATCHES = 256
+"""The most streams of one gateway process that long-poll a thread's history at once;
+quiet streams past it poll instead. Each long poll is an HTTP/2 stream of the one
+connection the gateway's Temporal client has, beside its calls (a run's update result is
+a long poll too), and a proxy in front of Temporal may cap the streams of a connection:
+quiet streams must not take them all."""
+
+
+class _Slots:
+    """A count of something a process holds a bounded number of at once."""
+
+    def __init__(self, size: int) -> None:
+        self.free = size
+
+    def take(self) -> bool:
+        """Take one, if one is free."""
+        if self.free <= 0:
+            return False
+        self.free -= 1
+        return True
+
+    def give(self) -> None:
+        """Give one back."""
+        self.free += 1
+
+
+_WATCHING = _Slots(WATCHES)
+
+
 class _Pace:
     """When a stream reads its thread's events next.
 
@@ -127,21 +156,25 @@ class _Pace:
 
         Args:
             fallback_seconds: How long to wait instead when the history cannot be
-                watched (the server refused it: the pace then polls from here on).
+                watched: the server refused it (the pace then polls from here on), or
+                ``WATCHES`` streams of this process watch already.
         """
         if self._flowing:
             await asyncio.sleep(self._poll_seconds)
             return
-        if not self._watching:
+        if not self._watching or not _WATCHING.take():
             await asyncio.sleep(fallback_seconds)
             return
         try:
             while not await self._changed(fallback_seconds):
                 pass
+            return
         except RPCError as err:
             log.warning("polling %s instead of watching its history: %s", self._history.id, err)
             self._watching = False
-            await asyncio.sleep(fallback_seconds)
+        finally:
+            _WATCHING.give()
+        await asyncio.sleep(fallback_seconds)
 
     async def _changed(self, fallback_seconds: float) -> bool:
         """One long poll of the history: whether it reports a completed workflow task,

@@ -18,6 +18,7 @@ from temporalio.client import (
 )
 
 from activities.openai_chat import OpenAIModel
+from gateway import streaming
 from tests.chat_server import ChatServer, Reply
 from tests.helpers import (
     Stack,
@@ -117,6 +118,33 @@ async def test_a_run_waiting_on_its_model_costs_no_queries_meanwhile(
 
     assert _text(events) == "Hello world."
     assert_valid_stream(events, thread_id)
+
+
+async def test_past_the_watch_limit_a_quiet_stream_polls_instead(
+    counted: tuple[ChatServer, Stack, Reads], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, stack, reads = counted
+    monkeypatch.setattr(streaming._WATCHING, "free", 0)
+    server.script(Reply(text=["Hel", "lo ", "wor", "ld."], hold_after=2))
+    thread_id = new_thread()
+    held = workflow_id_for(thread_id)
+    events: list[dict[str, Any]] = []
+    body = run_input(thread_id, "r1", "hi")
+    async with stack.http.stream("POST", "/agents/llm", json=body) as response:
+        messages = sse_messages(response)
+        while _text(events) != "Hello ":
+            events.append((await anext(messages))[1])
+        queries = reads.queries[held]
+
+        async def polling() -> bool:
+            return server.holding and reads.queries[held] >= queries + 3
+
+        await eventually(polling, what="the held stream to go on reading")
+        server.release()
+        events += [event async for _, event in messages]
+
+    assert reads.fetches[held] == 0
+    assert _text(events) == "Hello world."
 
 
 async def test_a_follower_of_an_idle_thread_costs_no_queries_until_the_next_run(
