@@ -43,7 +43,7 @@ from typing import Any
 
 import httpx
 
-from bench.continued import continue_as, drained, template_of
+from bench.continued import Template, continue_as, drained, template_of
 from bench.deployed import Deployed, cpu_seconds, deployed, rss_bytes
 from bench.stats import Summary
 from gateway.errors import RETRY_AFTER_SECONDS
@@ -60,6 +60,8 @@ PAUSE_ATTEMPTS = 3
 DRAIN_PROBES = 20
 """Threads of a batch whose first workflow task must be done before the next batch."""
 DEADLINE_SECONDS = 3 * 3600.0
+INBOX_TIMEOUT_SECONDS = 600.0
+"""The owner's inbox reads every thread's memo: minutes at 100,000."""
 MB = 1024 * 1024
 
 
@@ -68,6 +70,8 @@ class Mark:
     """The stack after ``threads`` threads were waiting, ``seconds`` into the bench."""
 
     threads: int
+    began: float
+    """When the bench began (``time.perf_counter()``)."""
     seconds: float
     worker_rss: int
     server_rss: int
@@ -140,6 +144,7 @@ def _mark(stack: Deployed, threads: int, began: float) -> Mark:
     )
     return Mark(
         threads,
+        began,
         time.perf_counter() - began,
         rss_bytes(stack.worker_pid),
         rss_bytes(stack.server_pid),
@@ -180,6 +185,43 @@ async def _decide(http: httpx.AsyncClient, thread_id: str) -> float:
     return seconds
 
 
+async def _through_gateway(
+    owner: httpx.AsyncClient, args: argparse.Namespace
+) -> tuple[list[str], int]:
+    """The sample, paused through the gateway in random order; the ids of the owner's
+    own payments' threads, and how many runs were sent again. Raises if one does not
+    pause."""
+    own = [f"bench-{uuid.uuid4()}" for _ in range(args.sample - args.approver_threads)]
+    theirs = [f"bench-{uuid.uuid4()}" for _ in range(args.approver_threads)]
+    retried: list[str] = []
+    jobs = [partial(_pause, owner, t, OWN_PAYMENT, retried) for t in own]
+    jobs += [partial(_pause, owner, t, FINANCE_PAYMENT, retried) for t in theirs]
+    random.shuffle(jobs)
+    await _bounded(jobs, args.concurrency)
+    return own, len(retried)
+
+
+async def _continued(
+    stack: Deployed, template: Template, args: argparse.Namespace, marks: list[Mark]
+) -> list[str]:
+    """The threads after the sample, made from ``template`` a batch at a time, with a
+    mark after each batch is waiting; one thread id of each batch."""
+    made = args.sample
+    picked: list[str] = []
+    while made < args.threads:
+        size = min(args.batch, args.threads - made)
+        batch = [f"bench-{uuid.uuid4()}" for _ in range(size)]
+        await _bounded(
+            [partial(continue_as, stack.client, template, t) for t in batch], args.concurrency
+        )
+        await drained(stack.client, batch[-5:] + random.sample(batch, min(DRAIN_PROBES, size)))
+        made += size
+        picked.append(random.choice(batch))
+        marks.append(_mark(stack, made, marks[0].began))
+        print(f"{made} waiting, worker {marks[-1].worker_rss / MB:.0f} MB", file=sys.stderr)
+    return picked
+
+
 async def measure(args: argparse.Namespace, directory: Path) -> Waiting:
     """Everything, on a stack started in ``directory``."""
     async with deployed(directory, args.concurrency) as stack:
@@ -191,52 +233,26 @@ async def measure(args: argparse.Namespace, directory: Path) -> Waiting:
             return httpx.AsyncClient(
                 base_url=stack.base_url,
                 headers={"Authorization": f"Bearer {token}"},
-                timeout=600,
+                timeout=INBOX_TIMEOUT_SECONDS,
                 limits=httpx.Limits(max_connections=args.concurrency),
             )
 
         async with http(OWNER) as owner, http(APPROVER, (FINANCE,)) as approver:
-            began = time.perf_counter()
-            marks = [_mark(stack, 0, began)]
-            own = [f"bench-{uuid.uuid4()}" for _ in range(args.sample - args.approver_threads)]
-            theirs = [f"bench-{uuid.uuid4()}" for _ in range(args.approver_threads)]
-            retried: list[str] = []
-            jobs = [partial(_pause, owner, t, OWN_PAYMENT, retried) for t in own]
-            jobs += [partial(_pause, owner, t, FINANCE_PAYMENT, retried) for t in theirs]
-            random.shuffle(jobs)
-            await _bounded(jobs, args.concurrency)
-            sample_seconds = time.perf_counter() - began
-            marks.append(_mark(stack, args.sample, began))
-            print(f"sample: {args.sample} in {sample_seconds:.0f} s", file=sys.stderr)
-
+            marks = [_mark(stack, 0, time.perf_counter())]
+            own, retried = await _through_gateway(owner, args)
+            marks.append(_mark(stack, args.sample, marks[0].began))
+            print(f"sample: {args.sample} in {marks[-1].seconds:.0f} s", file=sys.stderr)
             template = await template_of(stack.client, own[0])
-            cloned_began = time.perf_counter()
-            made = args.sample
-            clones: list[str] = []
-            while made < args.threads:
-                size = min(args.batch, args.threads - made)
-                batch = [f"bench-{uuid.uuid4()}" for _ in range(size)]
-                await _bounded(
-                    [partial(continue_as, stack.client, template, t) for t in batch],
-                    args.concurrency,
-                )
-                probes = batch[-5:] + random.sample(batch, min(DRAIN_PROBES, size))
-                await drained(stack.client, probes)
-                made += len(batch)
-                clones += random.sample(batch, 1)
-                marks.append(_mark(stack, made, began))
-                print(f"{made} waiting, worker {marks[-1].worker_rss / MB:.0f} MB", file=sys.stderr)
-            clone_seconds = time.perf_counter() - cloned_began
-
+            continued = await _continued(stack, template, args, marks)
             approver_times, approver_listed = await _timed(approver, args.inbox_calls)
             owner_times, owner_listed = await _timed(owner, args.owner_calls)
-            decided = await _decide(owner, random.choice(clones or own))
+            decided = await _decide(owner, random.choice(continued or own))
     return Waiting(
         args.threads,
         args.sample,
-        sample_seconds,
-        len(retried),
-        clone_seconds,
+        marks[1].seconds,
+        retried,
+        marks[-1].seconds - marks[1].seconds,
         marks,
         approver_times,
         approver_listed,
