@@ -12,7 +12,7 @@ INSTALLED := $(VENV)/.installed
 NODE_INSTALLED := tests/node/node_modules/.installed
 WEB_INSTALLED := gateway/web/node_modules/.installed
 
-.PHONY: run test unit install bench lint histories screenshots
+.PHONY: run test unit install bench bench-waiting lint histories screenshots
 
 install: $(INSTALLED) $(NODE_INSTALLED) $(WEB_INSTALLED)
 
@@ -60,6 +60,12 @@ histories: $(INSTALLED)
 # AGUI_PAYLOAD_KEYS says (docs/bench.md, "Encryption").
 bench: $(INSTALLED)
 	$(BIN)/python -m bench $(if $(CODEC),--codec $(CODEC))
+
+# Many threads waiting on interrupts (docs/bench.md, "Waiting threads"): the worker's
+# memory and the inbox's latency; THREADS=n for another count than 100,000. Long: ~40 min
+# for 100,000 on a 2-core machine. Not part of `make test` or `make bench`.
+bench-waiting: $(INSTALLED)
+	$(BIN)/python -m bench.waiting $(if $(THREADS),--threads $(THREADS))
 
 lint: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet ruff==0.17.6 mypy==2.4.1

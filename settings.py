@@ -81,11 +81,13 @@ class Settings(BaseSettings):
     temporal_ui_port: int = 8233
     """``make run``: that dev server's Web UI port."""
     stream_poll_seconds: float = 0.05
-    """How often the gateway reads a run's new events while the run is in flight."""
+    """How often the gateway reads a stream's new events while they flow; once a read
+    brings none, it reads again when the thread's workflow has completed a workflow task,
+    which a long poll of its history reports (``gateway/streaming.py``)."""
     follow_poll_seconds: float = Field(default=1.0, gt=0)
-    """How often a stream following a thread (``GET /threads/{id}/events``) reads its
-    new events while no run is in progress: the thread may wait for days, and a new
-    run's first events arrive at most this late (then ``stream_poll_seconds`` applies)."""
+    """How often a stream following a thread (``GET /threads/{id}/events``) reads it
+    while no run is in progress, where Temporal refuses the gateway's long poll of the
+    thread's history (otherwise the history says when to read)."""
     continue_as_new_after_runs: int = CONTINUE_AS_NEW_AFTER_RUNS
     """Runs a thread's workflow run serves before it continues as new (set at a thread's
     first run and kept for its life)."""

@@ -6,7 +6,8 @@ loopback port and a worker for the bench's own workflows; measures the raw updat
 the floor of an update that runs a local activity, full AG-UI runs over HTTP and the
 interrupt cycle (resume -> RUN_FINISHED), at concurrency 1 and 16, each in alternating
 rounds; then the cycle at 64, resumes alone, one thread's history, the streaming
-alternatives, a streamed model's token latency, and one conversation's growth over its
+alternatives, a streamed model's token latency (its reply at once, and after a pause to
+think) with the gateway's reads per open stream, and one conversation's growth over its
 turns; prints one table; stops everything. ``--only growth`` measures the growth alone.
 See docs/bench.md.
 """
@@ -31,7 +32,7 @@ from bench.runs import measure_runs, thread_history
 from bench.stack import Stack, running_stack
 from bench.stats import Summary
 from bench.streams import measure_streams
-from bench.tokens import measure_tokens, token_agent
+from bench.tokens import Tokens, measure_tokens, token_agent
 from settings import Settings
 from tests.chat_server import ChatServer
 from workflows.agents import EXAMPLES
@@ -44,6 +45,8 @@ fewer, clients wait for the pool (unfairly: some starve), which the latencies wo
 count as the engine's."""
 ROUNDS = 5
 """The measurements at c=1 and c=16 alternate in this many rounds (:func:`_alternating`)."""
+THINKING_SECONDS = 1.0
+"""How long the bench's thinking model takes to its first token: a hosted model's."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class Counts:
     warmup_runs: int
     token_replies: int
     tokens_per_reply: int
+    thinking_replies: int
+    """Replies whose first token comes ``THINKING_SECONDS`` after the model is called."""
     growth_marks: tuple[int, ...]
     """The turns of one conversation at which its growth is read, first to last."""
 
@@ -73,6 +78,7 @@ FULL = Counts(
     warmup_runs=5,
     token_replies=10,
     tokens_per_reply=50,
+    thinking_replies=5,
     growth_marks=(2, 50, 100, 200),
 )
 QUICK = Counts(
@@ -85,6 +91,7 @@ QUICK = Counts(
     warmup_runs=2,
     token_replies=2,
     tokens_per_reply=20,
+    thinking_replies=2,
     growth_marks=(2, 10, 20),
 )
 
@@ -152,13 +159,35 @@ async def _bench(
         resumes = await measure_resumes(http, counts.cycles[16], 16)
         history = await thread_history(stack.client, http, counts.history_runs)
         streams = await measure_streams(
-            stack.client, stack.settings, stack.bench_task_queue, counts.stream_runs
+            stack.client,
+            stack.gateway_client,
+            stack.reads,
+            stack.settings,
+            stack.bench_task_queue,
+            counts.stream_runs,
         )
-        tokens = await measure_tokens(
-            http, model_server, counts.token_replies, counts.tokens_per_reply
-        )
+        tokens = await _tokens(stack, http, model_server, counts)
         growth = await measure_growth(stack.client, http, counts.growth_marks)
     return Results(floor, tool_floor, runs, cycles, resumes, history, streams, tokens, growth)
+
+
+async def _tokens(
+    stack: Stack, http: httpx.AsyncClient, model_server: ChatServer, counts: Counts
+) -> dict[float, Tokens]:
+    """Streamed replies, by how long the model thinks before its first token."""
+    return {
+        0.0: await measure_tokens(
+            http, model_server, stack.reads, counts.token_replies, counts.tokens_per_reply
+        ),
+        THINKING_SECONDS: await measure_tokens(
+            http,
+            model_server,
+            stack.reads,
+            counts.thinking_replies,
+            counts.tokens_per_reply,
+            THINKING_SECONDS,
+        ),
+    }
 
 
 async def growth_only(counts: Counts, payload_keys: SecretStr | None) -> Growth:

@@ -8,6 +8,7 @@ from bench.growth import Growth
 from bench.history import HistoryGrowth
 from bench.stats import Summary
 from bench.streams import VariantResult
+from bench.tokens import Tokens
 
 NAME_WIDTH = 26
 
@@ -25,7 +26,8 @@ class Results:
     """Resumes alone at c=16, on threads paused beforehand."""
     history: HistoryGrowth
     streams: list[VariantResult]
-    tokens: Summary
+    tokens: dict[float, Tokens]
+    """By how long the model thought before its first token, in seconds."""
     growth: Growth
 
 
@@ -104,7 +106,7 @@ def render(results: Results) -> str:
         "",
         "Streaming a run (10 events, 1 activity) to its client, on an existing workflow",
         f"  {'':<{NAME_WIDTH}}{'n':>5}{'first p50':>10}{'last p50':>9}{'last p95':>9}"
-        f"{'last p99':>9}{'events/run':>11}{'bytes/run':>10}",
+        f"{'last p99':>9}{'events/run':>11}{'bytes/run':>10}{'queries/s':>10}",
     ]
     for variant in results.streams:
         lines.append(
@@ -112,15 +114,22 @@ def render(results: Results) -> str:
             f"{_ms(variant.first.percentile(50)):>10}{_ms(variant.last.percentile(50)):>9}"
             f"{_ms(variant.last.percentile(95)):>9}{_ms(variant.last.percentile(99)):>9}"
             f"{variant.history.events_per_run:>11.1f}{variant.history.bytes_per_run:>10.0f}"
+            f"{variant.cost.queries_per_second:>10.1f}"
         )
     lines += [
         "",
-        "Model tokens: leaving an OpenAI-compatible server -> TEXT_MESSAGE_CONTENT at the client",
-        head,
-        _latency_row("token delay", results.tokens),
-        "",
-        render_growth(results.growth),
+        "Model tokens: leaving an OpenAI-compatible server -> TEXT_MESSAGE_CONTENT at the client;",
+        "the gateway's reads per second per open stream (queries, history long polls)",
+        f"{head}{'queries/s':>10}{'polls/s':>8}",
     ]
+    for thinking, tokens in results.tokens.items():
+        name = f"token delay, {thinking:g} s thinking" if thinking else "token delay"
+        lines += [
+            f"{_latency_row(name, tokens.delays)}{tokens.cost.queries_per_second:>10.1f}"
+            f"{tokens.cost.history_per_second:>8.1f}",
+            _latency_row("  its first tokens", tokens.first),
+        ]
+    lines += ["", render_growth(results.growth)]
     return "\n".join(lines)
 
 

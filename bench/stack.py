@@ -24,6 +24,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from bench.reads import ReadCount, counted
 from bench.workflows import BENCH_ACTIVITIES, BENCH_WORKFLOWS
 from gateway.app import create_app
 from gateway.tokens import mint
@@ -58,6 +59,9 @@ class Stack:
     """The gateway's ``http://127.0.0.1:<port>``."""
     headers: dict[str, str]
     """The bench's ``Authorization`` header, for every request to the gateway."""
+    gateway_client: Client
+    """The gateway's client: ``client``'s connection, its reads counted in ``reads``."""
+    reads: ReadCount
 
 
 @asynccontextmanager
@@ -89,12 +93,16 @@ async def running_stack(
             workflows=BENCH_WORKFLOWS,
             activities=BENCH_ACTIVITIES,
         )
+        reads = ReadCount()
+        gateway_client = counted(env.client, reads)
         async with (
             build_worker(env.client, settings, agents),
             bench_worker,
-            _serve_gateway(settings, env.client, agents) as base_url,
+            _serve_gateway(settings, gateway_client, agents) as base_url,
         ):
-            yield Stack(env.client, settings, bench_task_queue, base_url, headers)
+            yield Stack(
+                env.client, settings, bench_task_queue, base_url, headers, gateway_client, reads
+            )
     finally:
         await env.shutdown()
 

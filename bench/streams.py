@@ -3,9 +3,10 @@
 Every variant runs ten events per run around one activity on a workflow that already
 exists, and is timed from sending the run to receiving its first and its terminal event:
 
-- ``update+query``: the bench's minimal copy of ``gateway/streaming.py`` (the run's
-  update returns its events; an offset query every ``stream_poll_seconds`` while in
-  flight) on :class:`~bench.workflows.UpdateRunWorkflow`.
+- ``update+query``: the bench's minimal copy of ``gateway/streaming.py`` as it was
+  before its reads were paced (the run's update returns its events; an offset query
+  every ``stream_poll_seconds`` while in flight) on
+  :class:`~bench.workflows.UpdateRunWorkflow`.
 - ``ThreadWorkflow``: the engine's own code (``gateway.streaming.start_run``) without
   HTTP, so the gap to ``update+query`` is the engine's extra work per run.
 - ``workflow_streams``: the run is the same accepted update, but its events reach the
@@ -29,6 +30,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowSt
 
 from bench.conversation import Conversation
 from bench.history import HistoryGrowth, history_size, served_runs, tracked_runs
+from bench.reads import ReadCount, StreamCost
 from bench.stack import PRINCIPAL
 from bench.stats import RunTiming, Summary
 from bench.workflows import (
@@ -219,23 +221,28 @@ def _check(events: list[Event]) -> None:
 
 @dataclass(frozen=True)
 class VariantResult:
-    """One variant's latencies and history cost."""
+    """One variant's latencies, history cost and reads while its runs streamed."""
 
     name: str
     first: Summary
     last: Summary
     history: HistoryGrowth
+    cost: StreamCost
 
 
-async def measure_variant(client: Client, name: str, variant: Variant, runs: int) -> VariantResult:
+async def measure_variant(
+    client: Client, reads: ReadCount, name: str, variant: Variant, runs: int
+) -> VariantResult:
     """``runs`` timed runs on a workflow that has already done ``WARMUP_RUNS``.
 
     The warm-up runs create the workflow and warm the worker's cache and code paths, so
-    the history counted is what a run adds to an existing thread.
+    the history counted is what a run adds to an existing thread. ``client`` reads the
+    history, outside ``reads``, which counts the variant's own reads.
     """
     await variant.open()
     for _ in range(WARMUP_RUNS):
         await variant.run()
+    before = reads.reads
     if isinstance(variant, Thread):
         # A thread continues as new after every run: each run is counted in the
         # workflow run that served it.
@@ -254,17 +261,25 @@ async def measure_variant(client: Client, name: str, variant: Variant, runs: int
         Summary(tuple(timing.first for timing in timings), spent),
         Summary(tuple(timing.last for timing in timings), spent),
         growth,
+        StreamCost(reads.reads - before, spent),
     )
 
 
 async def measure_streams(
-    client: Client, settings: Settings, task_queue: str, runs: int
+    client: Client,
+    gateway_client: Client,
+    reads: ReadCount,
+    settings: Settings,
+    task_queue: str,
+    runs: int,
 ) -> list[VariantResult]:
-    """Every variant, one after another, ``runs`` runs each."""
+    """Every variant, one after another, ``runs`` runs each, on ``gateway_client``,
+    whose reads ``reads`` counts; ``client`` reads the histories."""
+    poll = settings.stream_poll_seconds
     variants: list[tuple[str, Variant]] = [
-        ("update+query (minimal)", UpdateQuery(client, task_queue, settings.stream_poll_seconds)),
-        ("ThreadWorkflow, no HTTP", Thread(client, settings)),
-        ("workflow_streams, 100ms", Stream(client, task_queue, DEFAULT_COOLDOWN)),
-        ("workflow_streams, 0ms", Stream(client, task_queue, timedelta(0))),
+        ("update+query (minimal)", UpdateQuery(gateway_client, task_queue, poll)),
+        ("ThreadWorkflow, no HTTP", Thread(gateway_client, settings)),
+        ("workflow_streams, 100ms", Stream(gateway_client, task_queue, DEFAULT_COOLDOWN)),
+        ("workflow_streams, 0ms", Stream(gateway_client, task_queue, timedelta(0))),
     ]
-    return [await measure_variant(client, name, variant, runs) for name, variant in variants]
+    return [await measure_variant(client, reads, name, variant, runs) for name, variant in variants]

@@ -5,18 +5,23 @@ the tests (``tests/chat_server.py``), which emits one token every ``interval`` l
 model generating, and records when each left. The client stamps each
 ``TEXT_MESSAGE_CONTENT`` as it arrives; a token's delay is its arrival minus its
 departure (both on this machine's clock). The path: server -> model activity ->
-``model_stream`` signal -> the run's events -> the gateway's query poll -> SSE.
+``model_stream`` signal -> the run's events -> the gateway's query -> SSE.
+
+Replies come at once, or after the model thinks a while before its first token, as
+hosted models do: the gateway's reads while a stream waits are counted as well.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from uuid import uuid4
 
 import httpx
 
 from activities.openai_chat import OpenAIModel
+from bench.reads import ReadCount, StreamCost
 from bench.stats import Summary
 from tests.chat_server import ChatServer, Reply
 from workflows.sdk.agent import AgentDefinition
@@ -36,17 +41,44 @@ def token_agent(server: ChatServer) -> AgentDefinition:
     )
 
 
+@dataclass(frozen=True)
+class Tokens:
+    """What streaming replies took: each token's delay, and the gateway's reads."""
+
+    delays: Summary
+    first: Summary
+    """The delay of each reply's first token."""
+    cost: StreamCost
+
+
 async def measure_tokens(
-    http: httpx.AsyncClient, server: ChatServer, replies: int, tokens: int
-) -> Summary:
-    """Stream ``replies`` replies of ``tokens`` tokens each; every token's delay."""
+    http: httpx.AsyncClient,
+    server: ChatServer,
+    reads: ReadCount,
+    replies: int,
+    tokens: int,
+    thinking_seconds: float = 0.0,
+) -> Tokens:
+    """Stream ``replies`` replies of ``tokens`` tokens each, the first token of each
+    ``thinking_seconds`` after the model was called; the gateway's reads are counted
+    in ``reads``."""
     delays: list[float] = []
+    first: list[float] = []
+    streaming = 0.0
+    before = reads.reads
     started = time.perf_counter()
     for _ in range(replies):
         words = [f"t{uuid4().hex[:8]} " for _ in range(tokens)]
         server.sent.clear()
-        server.script(Reply(text=words, interval_seconds=TOKEN_INTERVAL_SECONDS))
+        server.script(
+            Reply(
+                text=words,
+                interval_seconds=TOKEN_INTERVAL_SECONDS,
+                first_chunk_seconds=thinking_seconds,
+            )
+        )
         arrived: dict[str, float] = {}
+        opened = time.perf_counter()
         body = {
             "threadId": f"bench-{uuid4()}",
             "runId": "r1",
@@ -61,5 +93,13 @@ async def measure_tokens(
                     now = time.time()
                     for word in event["delta"].split():
                         arrived.setdefault(f"{word} ", now)
-        delays += [arrived[word] - sent for sent, word in server.sent if word in arrived]
-    return Summary(tuple(delays), time.perf_counter() - started)
+        streaming += time.perf_counter() - opened
+        reply = [arrived[word] - sent for sent, word in server.sent if word in arrived]
+        delays += reply
+        first += reply[:1]
+    elapsed = time.perf_counter() - started
+    return Tokens(
+        Summary(tuple(delays), elapsed),
+        Summary(tuple(first), elapsed),
+        StreamCost(reads.reads - before, streaming),
+    )

@@ -7,6 +7,11 @@ as the run ends, never a poll interval later. Short runs therefore cost one upda
 no queries at all. ``bench/`` measures this against alternatives; this module is the one
 place the choice lives.
 
+A query is a round trip through the server to the worker, so a stream reads only when
+there may be something to read (:class:`_Pace`): every poll interval while events flow,
+and once they stop, not until the workflow has completed a workflow task, which the
+server's long poll of the workflow's history reports without involving the worker.
+
 Every event comes with its ``seq``, its position in the thread's event log, which the
 gateway sends as the SSE ``id``: a client that lost its stream reads the rest of the
 run from there with :func:`attach`. A client that follows the whole thread, whoever
@@ -27,9 +32,10 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from ag_ui.core import RunAgentInput
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
@@ -83,6 +89,113 @@ FOLLOW_QUERY_TIMEOUT = timedelta(seconds=10)
 such a failure, so the stream's keepalives go on meanwhile."""
 
 
+WATCHES = 256
+"""The most streams of one gateway process that long-poll a thread's history at once;
+quiet streams past it poll instead. Each long poll is an HTTP/2 stream of the one
+connection the gateway's Temporal client has, beside its calls (a run's update result is
+a long poll too), and a proxy in front of Temporal may cap the streams of a connection:
+quiet streams must not take them all."""
+
+
+class _Slots:
+    """A count of something a process holds a bounded number of at once."""
+
+    def __init__(self, size: int) -> None:
+        self.free = size
+
+    def take(self) -> bool:
+        """Take one, if one is free."""
+        if self.free <= 0:
+            return False
+        self.free -= 1
+        return True
+
+    def give(self) -> None:
+        """Give one back."""
+        self.free += 1
+
+
+_WATCHING = _Slots(WATCHES)
+
+
+class _Pace:
+    """When a stream reads its thread's events next.
+
+    While reads bring events (a model's tokens, say), every ``poll_seconds``: the
+    client gets an event at most that long after the workflow logged it. Once a read
+    brings none (the run waits on a model's first token, on a tool, on its turn), not
+    until the workflow has completed a workflow task, its only way to log events, which
+    a long poll of the workflow's history reports. That long poll waits in the server,
+    not in the worker and not in the gateway's loop, so a run that waits costs no
+    queries meanwhile, and its next event is read as soon as it is logged, without a
+    poll interval.
+
+    The first read after a quiet spell may find nothing: the history reports the tasks
+    completed since the pace last looked, those before the last read included.
+
+    Args:
+        history: The thread's workflow; pinned to a run, the pace watches that run
+            alone; unpinned, the run current when it first looks, then each one after.
+        poll_seconds: How often to read while events flow.
+    """
+
+    def __init__(self, history: WorkflowHandle[Any, Any], poll_seconds: float) -> None:
+        self._history = history
+        self._poll_seconds = poll_seconds
+        self._flowing = True
+        self._token: bytes | None = None
+        """Where the history's long poll goes on from; ``None``: from the run's start."""
+        self._watching = True
+
+    def read(self, flowing: bool) -> None:
+        """Note whether the last read brought events."""
+        self._flowing = flowing
+
+    async def due(self, fallback_seconds: float) -> None:
+        """Return when the next read is due.
+
+        Args:
+            fallback_seconds: How long to wait instead when the history cannot be
+                watched: the server refused it (the pace then polls from here on), or
+                ``WATCHES`` streams of this process watch already.
+        """
+        if self._flowing:
+            await asyncio.sleep(self._poll_seconds)
+            return
+        if not self._watching or not _WATCHING.take():
+            await asyncio.sleep(fallback_seconds)
+            return
+        try:
+            while not await self._changed(fallback_seconds):
+                pass
+            return
+        except RPCError as err:
+            log.warning("polling %s instead of watching its history: %s", self._history.id, err)
+            self._watching = False
+        finally:
+            _WATCHING.give()
+        await asyncio.sleep(fallback_seconds)
+
+    async def _changed(self, fallback_seconds: float) -> bool:
+        """One long poll of the history: whether it reports a completed workflow task,
+        or the end of the workflow run (a continue-as-new: the next run's events)."""
+        fresh = self._token is None
+        events = self._history.fetch_history_events(
+            next_page_token=self._token, wait_new_event=True
+        )
+        await events.fetch_next_page()
+        self._token = events.next_page_token
+        if self._token is None:
+            if fresh:
+                # Closed before the pace first looked (terminated, say): nothing to wait for.
+                await asyncio.sleep(fallback_seconds)
+            return True
+        return any(
+            event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+            for event in events.current_page or ()
+        )
+
+
 def run_key_for(run_input: RunAgentInput, principal: str) -> str:
     """The update id for a run: the same request sent twice by the same principal is
     the same update.
@@ -116,6 +229,7 @@ class AcceptedRun:
 
     def __init__(
         self,
+        client: Client,
         thread: WorkflowHandle[ThreadWorkflow, None],
         update: WorkflowUpdateHandle[RunReply],
         poll_seconds: float,
@@ -123,19 +237,29 @@ class AcceptedRun:
         self._thread = thread
         self._update = update
         self._poll_seconds = poll_seconds
+        self._pace = _Pace(
+            client.get_workflow_handle(thread.id, run_id=update.workflow_run_id), poll_seconds
+        )
 
     async def pages(self) -> AsyncIterator[list[SequencedEvent]]:
-        """See :meth:`RunStream.pages`."""
+        """See :meth:`RunStream.pages`.
+
+        The first read waits a poll interval: a run shorter than that arrives whole
+        with the update's result, for no query at all.
+        """
         result = asyncio.ensure_future(self._update.result())
         after = 0
         try:
             while True:
-                done, _ = await asyncio.wait({result}, timeout=self._poll_seconds)
-                if done:
+                due = asyncio.ensure_future(self._pace.due(self._poll_seconds))
+                await asyncio.wait({result, due}, return_when=asyncio.FIRST_COMPLETED)
+                if result.done():
+                    due.cancel()
                     break
                 page = await self._thread.query(
                     ThreadWorkflow.events, EventsQuery(run_key=self._update.id, after=after)
                 )
+                self._pace.read(bool(page.events))
                 if page.events:
                     after = page.events[-1].seq
                     yield page.events
@@ -175,8 +299,10 @@ async def attach(
     """The run's events with ``seq > after``, then, while it is in flight, the live rest,
     in pages as :meth:`RunStream.pages`.
 
-    Ends after the run's terminal event; a finished run is read back at once.
+    Ends after the run's terminal event; a finished run is read back at once. A run in
+    flight is read as :class:`_Pace` has it.
     """
+    pace = _Pace(thread, poll_seconds)
     while True:
         page = await thread.query(ThreadWorkflow.events, EventsQuery(run_key=run.key, after=after))
         if page.events:
@@ -184,7 +310,8 @@ async def attach(
             yield page.events
         if page.ended:
             return
-        await asyncio.sleep(poll_seconds)
+        pace.read(bool(page.events))
+        await pace.due(poll_seconds)
 
 
 async def read_log(thread: WorkflowHandle[ThreadWorkflow, None], after: int) -> LogPage:
@@ -204,11 +331,15 @@ async def follow(
     (a client's, an expiry's, an operator's...), in pages as :meth:`RunStream.pages`;
     an empty page after ``KEEPALIVE_SECONDS`` without events.
 
-    The thread is read every ``poll_seconds`` while a run is in progress, every
-    ``idle_seconds`` while it is idle or waiting, at once while it has more; a Temporal
-    that is unreachable for a while is waited out. It ends when the thread's workflow
-    is gone (or closed, after its last events), or when its caller stops reading.
+    The thread is read at once while it has more, every ``poll_seconds`` while a run's
+    events flow, and otherwise (idle, waiting, a run between events) as soon as its
+    workflow has completed a workflow task (:class:`_Pace`), across its continue-as-new
+    runs; every ``idle_seconds`` where Temporal does not let the gateway watch the
+    history. A Temporal that is unreachable for a while is waited out. It ends when the
+    thread's workflow is gone (or closed, after its last events), or when its caller
+    stops reading.
     """
+    pace = _Pace(thread, poll_seconds)
     page: LogPage | None = first
     quiet_since = time.monotonic()
     while True:
@@ -219,9 +350,19 @@ async def follow(
         elif time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
             quiet_since = time.monotonic()
             yield []
-        if page is None or not page.more:
-            running = page is not None and page.running
-            await asyncio.sleep(poll_seconds if running else idle_seconds)
+        if page is None:
+            await asyncio.sleep(idle_seconds)
+        elif not page.more:
+            pace.read(page.running and bool(page.events))
+            due = asyncio.ensure_future(pace.due(poll_seconds if page.running else idle_seconds))
+            try:
+                # Keepalives go out while the pace waits, without a read.
+                while not (await asyncio.wait({due}, timeout=_keepalive_in(quiet_since)))[0]:
+                    quiet_since = time.monotonic()
+                    yield []
+                due.result()
+            finally:
+                due.cancel()
         try:
             page = await thread.query(
                 ThreadWorkflow.log,
@@ -245,6 +386,12 @@ async def follow(
                 log.warning("stopped following %s: %s", thread.id, err.status.name)
                 return
             page = None
+
+
+def _keepalive_in(quiet_since: float) -> float:
+    """Seconds until a stream quiet since ``quiet_since`` (``time.monotonic()``) sends
+    a keepalive."""
+    return max(KEEPALIVE_SECONDS - (time.monotonic() - quiet_since), 0.0)
 
 
 async def _last_events(
@@ -310,7 +457,7 @@ async def start_run(
             ),
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
         )
-    return AcceptedRun(thread, update, settings.stream_poll_seconds)
+    return AcceptedRun(client, thread, update, settings.stream_poll_seconds)
 
 
 def _start_thread(

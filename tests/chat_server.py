@@ -40,6 +40,8 @@ class Reply:
     hold_after: int | None = None
     interval_seconds: float = 0.0
     """Pause between chunks, as a model generating tokens would (bench)."""
+    first_chunk_seconds: float = 0.0
+    """Pause before the first chunk, as a model thinking before it writes (bench)."""
     error_after: int | None = None
     """Break off after this many chunks with an error event, as an overloaded server does."""
     status: int = 200
@@ -136,8 +138,9 @@ class ChatServer:
                         self.wfile.write(f"data: {json.dumps(broken)}\n\n".encode())
                         self.wfile.flush()
                         return
-                    if count and reply.interval_seconds:
-                        time.sleep(reply.interval_seconds)  # sleep-ok: pacing tokens
+                    pause = reply.interval_seconds if count else reply.first_chunk_seconds
+                    if pause:
+                        time.sleep(pause)  # sleep-ok: pacing tokens
                     self._send(body["model"], {"role": "assistant", **delta}, None)
                     if text:
                         server.sent.append((time.time(), text))

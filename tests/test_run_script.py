@@ -150,7 +150,7 @@ def test_make_run_installs_the_inbox_pages_libraries_and_nothing_else_of_node() 
     run = recipes("run")
     assert "pip install" in run and "npm ci --prefix gateway/web" in run
     assert "tests/node" not in run, f"make run installs the test client:\n{run}"
-    for target in ("bench", "lint", "histories"):
+    for target in ("bench", "bench-waiting", "lint", "histories"):
         commands = recipes(target)
         assert "pip install" in commands
         assert "npm" not in commands, f"make {target} runs npm:\n{commands}"

@@ -1,0 +1,212 @@
+"""The engine as deployed, each part a process of its own, all on loopback.
+
+``make run``'s layout: the embedded Temporal dev server on a SQLite file in WAL mode
+(``settings.EMBEDDED_SQLITE_PRAGMAS``, as ``scripts/run.py`` starts it), ``worker.py``
+and ``python -m gateway``, serving the example agents. Unlike ``bench/stack.py``, which
+runs worker and gateway in the bench's own process, this lets a bench read each
+process's memory. Nothing of the environment's Temporal or engine settings leaks in: the
+processes get a fresh database in a directory of the caller's, free ports, a fresh task
+queue and a fresh token secret, and no payload encryption.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import socket
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from pydantic import SecretStr
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import Client
+
+from bench.stack import TEMPORAL_CLI
+from settings import EMBEDDED_SQLITE_PRAGMAS, Settings
+from workflows import search_attributes
+
+ROOT = Path(__file__).resolve().parent.parent
+STARTUP_SECONDS = 60.0
+STOP_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """What a bench talks to, and the processes it may watch."""
+
+    client: Client
+    """A client of the dev server, with the engine's data converter."""
+    settings: Settings
+    """The engine's settings: its task queue, the gateway's token secret."""
+    base_url: str
+    """The gateway's ``http://127.0.0.1:<port>``."""
+    server_pid: int
+    worker_pid: int
+    gateway_pid: int
+    database: Path
+    """The dev server's SQLite file (its ``-wal`` beside it)."""
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (the OS picks it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def rss_bytes(pid: int) -> int:
+    """The resident memory of process ``pid`` (``VmRSS``, Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"process {pid} reports no VmRSS")
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time process ``pid`` has used (``utime + stime``, Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    # Fields 14 and 15 of proc(5), counted from the state (field 3) here.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@asynccontextmanager
+async def deployed(directory: Path, streams_per_principal: int) -> AsyncIterator[Deployed]:
+    """Start the dev server on ``directory/temporal.sqlite``, then the worker and the
+    gateway (which lets one principal hold ``streams_per_principal`` streams); stop
+    them in the reverse order on exit.
+
+    Raises:
+        RuntimeError: A process did not come up within ``STARTUP_SECONDS``.
+    """
+    database = directory / "temporal.sqlite"
+    temporal_port, gateway_port = free_port(), free_port()
+    address = f"127.0.0.1:{temporal_port}"
+    settings = Settings(
+        task_queue=f"bench-waiting-{uuid.uuid4()}",
+        auth_hs256_secret=SecretStr(secrets.token_urlsafe(32)),
+        max_streams_per_principal=streams_per_principal,
+        payload_keys=None,
+    )
+    secret = settings.auth_hs256_secret
+    assert secret is not None
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("TEMPORAL_", "AGUI_"))
+    } | {
+        "TEMPORAL_ADDRESS": address,
+        "AGUI_TASK_QUEUE": settings.task_queue,
+        "AGUI_AUTH_HS256_SECRET": secret.get_secret_value(),
+        "AGUI_MAX_STREAMS_PER_PRINCIPAL": str(streams_per_principal),
+        "AGUI_GATEWAY_HOST": "127.0.0.1",
+        "AGUI_GATEWAY_PORT": str(gateway_port),
+    }
+    logs = (directory / "processes.log").open("ab")
+    server_argv = [
+        str(TEMPORAL_CLI),
+        "server",
+        "start-dev",
+        "--db-filename",
+        str(database),
+        *(arg for pragma in EMBEDDED_SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma)),
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(temporal_port),
+        "--headless",
+        "--log-level",
+        "warn",
+    ]
+    started: list[asyncio.subprocess.Process] = []
+
+    async def start(*argv: str) -> asyncio.subprocess.Process:
+        process = await asyncio.create_subprocess_exec(
+            *argv, cwd=ROOT, env=env, stdout=logs, stderr=logs, start_new_session=True
+        )
+        started.append(process)
+        return process
+
+    try:
+        server = await start(*server_argv)
+        client = await _connected(address, settings)
+        worker = await start(sys.executable, "worker.py")
+        gateway = await start(sys.executable, "-m", "gateway")
+        base_url = f"http://127.0.0.1:{gateway_port}"
+        await _healthy(base_url, started)
+        await _registered(client)
+        yield Deployed(client, settings, base_url, server.pid, worker.pid, gateway.pid, database)
+    finally:
+        for process in reversed(started):
+            await _stop(process)
+        logs.close()
+
+
+async def _connected(address: str, settings: Settings) -> Client:
+    """A client of the dev server at ``address``, once it answers."""
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while True:
+        try:
+            return await Client.connect(address, data_converter=settings.data_converter())
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def _healthy(base_url: str, started: list[asyncio.subprocess.Process]) -> None:
+    """Wait until the gateway answers ``/healthz`` with 200: it sees Temporal.
+
+    Raises:
+        RuntimeError: A process exited, or the deadline passed.
+    """
+    deadline = time.monotonic() + STARTUP_SECONDS
+    async with httpx.AsyncClient(base_url=base_url, timeout=5) as http:
+        while True:
+            for process in started:
+                if process.returncode is not None:
+                    raise RuntimeError(f"process {process.pid} exited with {process.returncode}")
+            try:
+                if (await http.get("/healthz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the gateway did not become healthy")
+            await asyncio.sleep(0.2)
+
+
+async def _registered(client: Client) -> None:
+    """Wait until the worker has registered the engine's search attributes, which a
+    thread cannot start without."""
+    deadline = time.monotonic() + STARTUP_SECONDS
+    wanted = {key.name for key in search_attributes.ALL}
+    while True:
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=client.namespace)
+        )
+        if wanted <= set(listed.custom_attributes):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError("the worker did not register the search attributes")
+        await asyncio.sleep(0.2)
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM, then SIGKILL after ``STOP_SECONDS``."""
+    if process.returncode is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(process.wait(), STOP_SECONDS)
+    except TimeoutError:
+        process.kill()
+        await process.wait()

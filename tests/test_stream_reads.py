@@ -1,0 +1,173 @@
+"""What an open stream asks of Temporal: while its run waits (on the model's next token,
+say) the gateway makes no queries, yet what the run logs next reaches the client."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from temporalio.client import (
+    Client,
+    FetchWorkflowHistoryEventsInput,
+    Interceptor,
+    OutboundInterceptor,
+    QueryWorkflowInput,
+    WorkflowHistoryEventAsyncIterator,
+)
+
+from activities.openai_chat import OpenAIModel
+from gateway import streaming
+from tests.chat_server import ChatServer, Reply
+from tests.helpers import (
+    Stack,
+    assert_valid_stream,
+    eventually,
+    new_thread,
+    post_run_sse,
+    run_input,
+    serve_stack,
+    sse_messages,
+)
+from workflows.sdk.agent import AgentDefinition
+from workflows.thread_ids import workflow_id_for
+
+
+class Reads(Interceptor):
+    """The queries and history fetches made through a client, by workflow id."""
+
+    def __init__(self) -> None:
+        self.queries: Counter[str] = Counter()
+        self.fetches: Counter[str] = Counter()
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        return _Counting(next, self)
+
+
+class _Counting(OutboundInterceptor):
+    def __init__(self, next: OutboundInterceptor, reads: Reads) -> None:
+        super().__init__(next)
+        self._reads = reads
+
+    async def query_workflow(self, input: QueryWorkflowInput) -> Any:
+        self._reads.queries[input.id] += 1
+        return await self.next.query_workflow(input)
+
+    def fetch_workflow_history_events(
+        self, input: FetchWorkflowHistoryEventsInput
+    ) -> WorkflowHistoryEventAsyncIterator:
+        self._reads.fetches[input.id] += 1
+        return self.next.fetch_workflow_history_events(input)
+
+
+@pytest.fixture
+async def counted(client: Client) -> AsyncIterator[tuple[ChatServer, Stack, Reads]]:
+    """A local chat-completions server, and a stack serving the agent ``llm`` on it
+    whose reads of Temporal are counted."""
+    reads = Reads()
+    config = client.config()
+    config["interceptors"] = [*config["interceptors"], reads]
+    with ChatServer().serving() as server:
+        agent = AgentDefinition(
+            name="llm",
+            description="An OpenAI-compatible model.",
+            model=OpenAIModel(
+                name="llm", model="local-model", base_url=server.base_url, api_key="k"
+            ),
+        )
+        async with serve_stack(Client(**config), agents=[agent]) as stack:
+            yield server, stack, reads
+
+
+def _text(events: list[dict[str, Any]]) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+async def test_a_run_waiting_on_its_model_costs_no_queries_meanwhile(
+    counted: tuple[ChatServer, Stack, Reads],
+) -> None:
+    server, stack, reads = counted
+    server.script(Reply(text=["Hel", "lo ", "wor", "ld."], hold_after=2))
+    thread_id = new_thread()
+    held = workflow_id_for(thread_id)
+    events: list[dict[str, Any]] = []
+    body = run_input(thread_id, "r1", "hi")
+    async with stack.http.stream("POST", "/agents/llm", json=body) as response:
+        messages = sse_messages(response)
+        while _text(events) != "Hello ":
+            events.append((await anext(messages))[1])
+
+        async def holding() -> bool:
+            return server.holding
+
+        async def watching() -> bool:
+            # The first look at the history finds the tasks already done; the second waits.
+            return reads.fetches[held] >= 2
+
+        await eventually(holding, what="the model to be held midway")
+        await eventually(watching, what="the stream to watch the thread's history")
+        queries = reads.queries[held]
+        # Time passes: other runs, on another thread, each a few poll intervals long.
+        other = new_thread()
+        for number in range(5):
+            await post_run_sse(stack.http, "llm", run_input(other, f"o{number}", "hi"))
+        assert reads.queries[held] == queries
+        server.release()
+        events += [event async for _, event in messages]
+
+    assert _text(events) == "Hello world."
+    assert_valid_stream(events, thread_id)
+
+
+async def test_past_the_watch_limit_a_quiet_stream_polls_instead(
+    counted: tuple[ChatServer, Stack, Reads], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, stack, reads = counted
+    monkeypatch.setattr(streaming._WATCHING, "free", 0)
+    server.script(Reply(text=["Hel", "lo ", "wor", "ld."], hold_after=2))
+    thread_id = new_thread()
+    held = workflow_id_for(thread_id)
+    events: list[dict[str, Any]] = []
+    body = run_input(thread_id, "r1", "hi")
+    async with stack.http.stream("POST", "/agents/llm", json=body) as response:
+        messages = sse_messages(response)
+        while _text(events) != "Hello ":
+            events.append((await anext(messages))[1])
+        queries = reads.queries[held]
+
+        async def polling() -> bool:
+            return server.holding and reads.queries[held] >= queries + 3
+
+        await eventually(polling, what="the held stream to go on reading")
+        server.release()
+        events += [event async for _, event in messages]
+
+    assert reads.fetches[held] == 0
+    assert _text(events) == "Hello world."
+
+
+async def test_a_follower_of_an_idle_thread_costs_no_queries_until_the_next_run(
+    counted: tuple[ChatServer, Stack, Reads],
+) -> None:
+    _, stack, reads = counted
+    thread_id = new_thread()
+    followed = workflow_id_for(thread_id)
+    first = await post_run_sse(stack.http, "llm", run_input(thread_id, "r1", "hi"))
+    url = f"/threads/{thread_id}/events"
+    async with stack.http.stream("GET", url, params={"after": first[-1][0]}) as response:
+        messages = sse_messages(response)
+
+        async def watching() -> bool:
+            return reads.fetches[followed] >= 2
+
+        await eventually(watching, what="the follower to watch the thread's history")
+        queries = reads.queries[followed]
+        other = new_thread()
+        for number in range(5):
+            await post_run_sse(stack.http, "llm", run_input(other, f"o{number}", "hi"))
+        assert reads.queries[followed] == queries
+        second = await post_run_sse(stack.http, "llm", run_input(thread_id, "r2", "hi", "again"))
+        followed_run = [await anext(messages) for _ in second]
+
+    assert followed_run == second
