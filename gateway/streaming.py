@@ -30,11 +30,11 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from ag_ui.core import RunAgentInput
+from ag_ui.core import Message, MessagesSnapshotEvent, RunAgentInput
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
@@ -56,7 +56,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from settings import Settings
-from workflows import search_attributes, visibility
+from workflows import known_messages, search_attributes, visibility
 from workflows.admission import check_run
 from workflows.models import (
     EventsQuery,
@@ -233,9 +233,21 @@ class AcceptedRun:
         thread: WorkflowHandle[ThreadWorkflow, None],
         update: WorkflowUpdateHandle[RunReply],
         poll_seconds: float,
+        resend: Callable[[], Awaitable[WorkflowUpdateHandle[RunReply]]] | None = None,
+        messages: Sequence[Message] = (),
     ) -> None:
+        """
+        Args:
+            resend: Sends the run again with the whole conversation, for a run sent
+                without the messages its thread has (``workflows.known_messages``),
+                which the thread rejects when it does not have them.
+            messages: The client's conversation, whose first messages fill in the
+                snapshots of a reply that leaves them out.
+        """
         self._thread = thread
         self._update = update
+        self._resend = resend
+        self._messages = messages
         self._poll_seconds = poll_seconds
         self._pace = _Pace(
             client.get_workflow_handle(thread.id, run_id=update.workflow_run_id), poll_seconds
@@ -253,6 +265,13 @@ class AcceptedRun:
             while True:
                 due = asyncio.ensure_future(self._pace.due(self._poll_seconds))
                 await asyncio.wait({result, due}, return_when=asyncio.FIRST_COMPLETED)
+                if result.done() and self._resend is not None and _asks_resend(result):
+                    # Rejected before anything was recorded: the same update, whole.
+                    due.cancel()
+                    self._update = await self._resend()
+                    self._resend = None
+                    result = asyncio.ensure_future(self._update.result())
+                    continue
                 if result.done():
                     due.cancel()
                     break
@@ -263,11 +282,37 @@ class AcceptedRun:
                 if page.events:
                     after = page.events[-1].seq
                     yield page.events
-            rest = [item for item in result.result().events if item.seq > after]
+            reply = result.result()
+            rest = [
+                _with_prefix(item, self._messages[: reply.snapshot_prefix])
+                if reply.snapshot_prefix
+                else item
+                for item in reply.events
+                if item.seq > after
+            ]
             if rest:
                 yield rest
         finally:
             result.cancel()
+
+
+def _asks_resend(result: asyncio.Future[RunReply]) -> bool:
+    """Whether the thread rejected the run for leaving out messages it does not have."""
+    error = result.exception()
+    return (
+        isinstance(error, WorkflowUpdateFailedError)
+        and isinstance(error.cause, ApplicationError)
+        and error.cause.type == known_messages.RESEND
+    )
+
+
+def _with_prefix(item: SequencedEvent, prefix: Sequence[Message]) -> SequencedEvent:
+    """``item``, a ``MESSAGES_SNAPSHOT`` of a reply without its first messages, whole."""
+    event = item.event
+    if not isinstance(event, MessagesSnapshotEvent):
+        return item
+    whole = event.model_copy(update={"messages": [*prefix, *event.messages]})
+    return item.model_copy(update={"event": whole})
 
 
 class RejectedRun:
@@ -427,19 +472,34 @@ async def start_run(
     started by the run belongs to ``principal``; on anyone else's thread the run is
     rejected as if there were none.
 
+    An existing thread gets the run without the messages it has already, as far as the
+    gateway can tell (``workflows.known_messages``); if the thread does not have them,
+    it gets the run again, whole, from :meth:`RunStream.pages`.
+
     Raises:
         RPCError: Temporal could not be reached.
     """
     thread = thread_handle(client, run_input.thread_id)
     request = RunRequest(agent=agent.name, input=run_input, principal=principal)
     key = run_key_for(run_input, principal)
-    try:
-        update = await thread.start_update(
+    known, rest = known_messages.split(run_input.messages)
+
+    async def send(request: RunRequest) -> WorkflowUpdateHandle[RunReply]:
+        return await thread.start_update(
             ThreadWorkflow.run_agent,
             request,
             id=key,
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
         )
+
+    try:
+        if known is None:
+            update = await send(request)
+            return AcceptedRun(client, thread, update, settings.stream_poll_seconds)
+        short = request.model_copy(
+            update={"input": run_input.model_copy(update={"messages": rest}), "known": known}
+        )
+        update = await send(short)
     except RPCError as err:
         if err.status != RPCStatusCode.NOT_FOUND:
             raise
@@ -457,7 +517,15 @@ async def start_run(
             ),
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
         )
-    return AcceptedRun(client, thread, update, settings.stream_poll_seconds)
+        return AcceptedRun(client, thread, update, settings.stream_poll_seconds)
+    return AcceptedRun(
+        client,
+        thread,
+        update,
+        settings.stream_poll_seconds,
+        resend=lambda: send(request),
+        messages=run_input.messages,
+    )
 
 
 def _start_thread(

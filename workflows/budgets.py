@@ -140,9 +140,14 @@ MEMO_INTERRUPT_BYTES = 2 * KIB
 /threads/{threadId}`` has it whole."""
 
 
+def to_json(value: Any) -> bytes:
+    """``value`` as JSON: pydantic models by alias, as the data converter sends them."""
+    return pydantic_core.to_json(value, by_alias=True, fallback=str)
+
+
 def json_size(value: Any) -> int:
-    """Bytes of ``value`` as JSON (pydantic models by alias, as the data converter sends them)."""
-    return len(pydantic_core.to_json(value, by_alias=True, fallback=str))
+    """Bytes of ``value`` as JSON (``to_json``)."""
+    return len(to_json(value))
 
 
 def check_run_input(run_input: RunAgentInput, thread: ThreadState) -> None:

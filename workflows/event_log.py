@@ -23,7 +23,14 @@ with workflow.unsafe.imports_passed_through():
     )
 
     from workflows import budgets
-    from workflows.models import LoggedEvent, RunRecord, SequencedEvent, ThreadState
+    from workflows.known_messages import message_digest, prefix_digest
+    from workflows.models import (
+        KnownMessages,
+        LoggedEvent,
+        RunRecord,
+        SequencedEvent,
+        ThreadState,
+    )
 
 LOG_PAGE_EVENTS = 500
 """The most events one read of the whole log (``EventLog.page``) returns."""
@@ -36,7 +43,8 @@ class EventLog:
     """The events, runs and messages of one thread's ``ThreadState``, as a log.
 
     Everything it keeps is in the thread's state, which is what continue-as-new carries;
-    it only remembers, to save work, what it derived from it (message ids and sizes).
+    it only remembers, to save work, what it derived from it (message ids, sizes and
+    digests).
     The conversation and the events carried are held to their budgets
     (``workflows/budgets.py``) by dropping the oldest.
 
@@ -51,24 +59,29 @@ class EventLog:
         self._clock = clock
         self._message_ids = {message.id for message in thread.messages}
         self._dropped_ids = set(thread.dropped_message_ids)
-        self._message_sizes = [budgets.json_size(message) for message in thread.messages]
+        encoded = [budgets.to_json(message) for message in thread.messages]
+        self._message_sizes = [len(json) for json in encoded]
+        self._message_digests = [message_digest(json) for json in encoded]
 
     def knows(self, message_id: str) -> bool:
         """Whether the conversation has (or had, and dropped) the message ``message_id``."""
         return message_id in self._message_ids or budgets.id_digest(message_id) in self._dropped_ids
 
-    def add_message(self, message: Message, size: int) -> None:
-        """Append ``message`` (``size`` bytes, within its budget) to the conversation, then
-        drop the oldest messages past ``budgets.KEPT_MESSAGES_BYTES``."""
+    def add_message(self, message: Message, encoded: bytes) -> None:
+        """Append ``message`` (``encoded`` as ``budgets.to_json``, within its budget) to
+        the conversation, then drop the oldest messages past
+        ``budgets.KEPT_MESSAGES_BYTES``."""
         thread = self._thread
         thread.messages.append(message)
         self._message_ids.add(message.id)
-        self._message_sizes.append(size)
+        self._message_sizes.append(len(encoded))
+        self._message_digests.append(message_digest(encoded))
         dropped = budgets.messages_to_drop(self._message_sizes)
         if not dropped:
             return
         gone = thread.messages[:dropped]
         del thread.messages[:dropped], self._message_sizes[:dropped]
+        del self._message_digests[:dropped]
         thread.messages_dropped += dropped
         digests = [budgets.id_digest(m.id) for m in gone]
         self._message_ids.difference_update(m.id for m in gone)
@@ -76,6 +89,11 @@ class EventLog:
             -budgets.DROPPED_IDS_KEPT :
         ]
         self._dropped_ids = set(thread.dropped_message_ids)
+
+    def begins_with(self, known: KnownMessages) -> bool:
+        """Whether the conversation's first messages are exactly ``known``'s."""
+        digests = self._message_digests
+        return known.count <= len(digests) and prefix_digest(digests[: known.count]) == known.digest
 
     def next_seq(self) -> int:
         """The sequence number the next event gets."""

@@ -279,13 +279,24 @@ class ThreadStart(Model):
     """Carried state when the thread continues as new; ``None`` for a new thread."""
 
 
+class KnownMessages(Model):
+    """The first messages of a run's conversation, which the sender left out of its
+    ``input.messages`` because the thread has them (``workflows.known_messages``)."""
+
+    count: int = Field(ge=1)
+    digest: str
+    """``known_messages.prefix_digest`` of those messages."""
+
+
 class RunRequest(Model):
     """The ``run`` update's argument: one AG-UI run for the thread's agent."""
 
     agent: str
     input: RunAgentInput
+    """The run's input; its ``messages`` without the ``known`` prefix, when there is one."""
     principal: str
     """Who sends it, as the gateway authenticated them: only the thread's owner may."""
+    known: KnownMessages | None = None
 
 
 class RunReply(Model):
@@ -293,6 +304,9 @@ class RunReply(Model):
 
     run_key: str
     events: list[SequencedEvent]
+    snapshot_prefix: int | None = None
+    """When set, each ``MESSAGES_SNAPSHOT`` in ``events`` lacks its first this many
+    messages: the request's ``known`` ones, which the sender has."""
 
 
 class RunLookup(Model):

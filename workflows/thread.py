@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         Event,
         Interrupt,
         Message,
+        MessagesSnapshotEvent,
         ResumeEntry,
         RunAgentInput,
         RunErrorEvent,
@@ -52,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.event_log import EventLog
     from workflows.failures import RUN_FAULTS, failure
     from workflows.interrupts import answer_key, check_resume, is_replay
+    from workflows.known_messages import RESEND
     from workflows.model_streams import ModelStreams
     from workflows.models import (
         STREAM_SIGNAL,
@@ -75,6 +77,7 @@ with workflow.unsafe.imports_passed_through():
         RunReply,
         RunRequest,
         RunStatus,
+        SequencedEvent,
         ThreadStart,
         ThreadState,
         ThreadView,
@@ -232,13 +235,33 @@ class ThreadWorkflow:
                     events = self._log.replay(earlier, request.input.run_id)
                     return RunReply(run_key=earlier.key, events=events)
                 run = self._open_run(request)
+                # Messages the thread drops from now on may be in the sender's prefix.
+                dropped = self._thread.messages_dropped
+                known = (
+                    request.known
+                    if request.known and self._log.begins_with(request.known)
+                    else None
+                )
             await self._serve_run(run, request.input, resume=request.input.resume, take_input=True)
-            return RunReply(run_key=run.key, events=self._log.events_of(run))
+            events = self._log.events_of(run)
+            if known is None or self._thread.messages_dropped != dropped:
+                return RunReply(run_key=run.key, events=events)
+            return RunReply(
+                run_key=run.key,
+                events=[_without_prefix(item, known.count) for item in events],
+                snapshot_prefix=known.count,
+            )
 
     @run_agent.validator
     def _validate_run_agent(self, request: RunRequest) -> None:
         with _internal_errors():
             self._check_run(request)
+            if request.known is not None and not self._log.begins_with(request.known):
+                raise ApplicationError(
+                    "The thread's conversation does not begin with the messages left out.",
+                    type=RESEND,
+                    non_retryable=True,
+                )
 
     @workflow.signal(name=STREAM_SIGNAL)
     def model_stream(self, delta: ModelDelta) -> None:
@@ -927,7 +950,7 @@ class ThreadWorkflow:
         """Take in a client's run's new messages and state (checked by ``_check_run``)."""
         for message in run_input.messages:
             if not self._log.knows(message.id):
-                self._log.add_message(message, budgets.json_size(message))
+                self._log.add_message(message, budgets.to_json(message))
         if run_input.state:
             self._thread.state.update(run_input.state)
 
@@ -999,10 +1022,10 @@ class ThreadWorkflow:
         """
         if self._log.knows(message.id):
             return
-        size = budgets.json_size(message)
+        encoded = budgets.to_json(message)
         with self._faults():
-            budgets.check_message(size)
-        self._log.add_message(message, size)
+            budgets.check_message(len(encoded))
+        self._log.add_message(message, encoded)
 
     def emit(self, event: Event) -> None:
         """Append ``event`` to the log of the run in progress (``TurnHost``), within the
@@ -1060,6 +1083,16 @@ class ThreadWorkflow:
 
     def _current_details(self) -> str:
         return current_details(self._run, self._thread.open_interrupts, self._thread.messages)
+
+
+def _without_prefix(item: SequencedEvent, count: int) -> SequencedEvent:
+    """``item``, a ``MESSAGES_SNAPSHOT`` without its first ``count`` messages."""
+    event = item.event
+    if not isinstance(event, MessagesSnapshotEvent):
+        return item
+    return item.model_copy(
+        update={"event": event.model_copy(update={"messages": event.messages[count:]})}
+    )
 
 
 def _as_fault(error: Exception) -> ApplicationError:
