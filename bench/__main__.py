@@ -25,7 +25,7 @@ import httpx
 from pydantic import SecretStr
 
 import codec
-from bench.cpu import CpuSplit, idle_cpu, server_pid
+from bench.cpu import CpuSplit, idle_cpu
 from bench.cycles import Cycles, measure_cycles, measure_resumes
 from bench.floor import measure_floor
 from bench.growth import Growth, measure_growth
@@ -120,7 +120,7 @@ class Alternated:
 
 
 async def _alternating(
-    stack: Stack, http: httpx.AsyncClient, counts: Counts, concurrency: int, server: int
+    stack: Stack, http: httpx.AsyncClient, counts: Counts, concurrency: int
 ) -> Alternated:
     """Both floors, runs and resume cycles at ``concurrency``, taken in alternating
     rounds and pooled.
@@ -137,7 +137,7 @@ async def _alternating(
         floor.append(await measure_floor(client, queue, counts.floor[c] // ROUNDS, c))
         tool.append(await measure_floor(client, queue, counts.floor[c] // ROUNDS, c, tool=True))
         runs.append(await measure_runs(http, counts.runs[c] // ROUNDS, c, counts.runs_per_thread))
-        cycles.append(await measure_cycles(http, counts.cycles[c] // ROUNDS, c, server))
+        cycles.append(await measure_cycles(http, counts.cycles[c] // ROUNDS, c, stack))
     return Alternated(
         Summary.pooled(floor), Summary.pooled(tool), Summary.pooled(runs), Cycles.pooled(cycles)
     )
@@ -155,15 +155,14 @@ async def _bench(
             limits=httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS),
         ) as http,
     ):
-        server = server_pid()
         await measure_runs(http, counts.warmup_runs, 1, counts.runs_per_thread)
-        taken = {c: await _alternating(stack, http, counts, c, server) for c in (1, 16)}
+        taken = {c: await _alternating(stack, http, counts, c) for c in (1, 16)}
         floor = {c: figures.floor for c, figures in taken.items()}
         tool_floor = {c: figures.tool_floor for c, figures in taken.items()}
         runs = {c: figures.runs for c, figures in taken.items()}
         cycles = {c: figures.cycles for c, figures in taken.items()}
-        cycles[CLIENTS] = await measure_cycles(http, counts.cycles[CLIENTS], CLIENTS, server)
-        resumes = await measure_resumes(http, counts.cycles[16], 16, server)
+        cycles[CLIENTS] = await measure_cycles(http, counts.cycles[CLIENTS], CLIENTS, stack)
+        resumes = await measure_resumes(http, counts.cycles[16], 16, stack)
         history = await thread_history(stack.client, http, counts.history_runs)
         streams = await measure_streams(
             stack.client,
@@ -221,13 +220,12 @@ async def cycles_only(
             limits=httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS),
         ) as http,
     ):
-        server = server_pid()
-        await measure_cycles(http, WARMUP_CYCLES, WARMUP_CYCLES, server)
-        idle = await idle_cpu(server, IDLE_SECONDS)
+        await measure_cycles(http, WARMUP_CYCLES, WARMUP_CYCLES, stack)
+        idle = await idle_cpu(stack.server_pid, IDLE_SECONDS)
         taken: dict[int, list[Cycles]] = {16: [], 1: []}
         for _ in range(ROUNDS):
             for c, batches in taken.items():
-                batches.append(await measure_cycles(http, counts.cycles[c] // ROUNDS, c, server))
+                batches.append(await measure_cycles(http, counts.cycles[c] // ROUNDS, c, stack))
         return {c: Cycles.pooled(batches) for c, batches in taken.items()}, idle
 
 

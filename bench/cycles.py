@@ -14,7 +14,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,24 +22,29 @@ import httpx
 
 from bench.conversation import AGENT
 from bench.cpu import CpuSplit, cpu_now
+from bench.reads import Reads
+from bench.stack import Stack
 from bench.stats import Summary
 
 
 @dataclass(frozen=True)
 class Cycles:
-    """Timed operations (cycles or resumes) and the CPU the stack spent on all of them."""
+    """Timed operations (cycles or resumes), the CPU the stack spent on all of them and
+    the reads the gateway made meanwhile (:mod:`bench.reads`)."""
 
     summary: Summary
     cpu: CpuSplit
+    reads: Reads
 
     @classmethod
     def pooled(cls, batches: Iterable[Cycles]) -> Cycles:
         """Batches taken apart, as one (:meth:`Summary.pooled`), their CPU added."""
         parts = list(batches)
-        cpu = CpuSplit(0.0, 0.0)
+        cpu, reads = CpuSplit(0.0, 0.0), Reads()
         for part in parts:
             cpu += part.cpu
-        return cls(Summary.pooled(part.summary for part in parts), cpu)
+            reads += part.reads
+        return cls(Summary.pooled(part.summary for part in parts), cpu, reads)
 
     @property
     def cpu_each(self) -> CpuSplit:
@@ -101,25 +106,23 @@ async def _cycle(http: httpx.AsyncClient) -> float:
 
 
 async def measure_cycles(
-    http: httpx.AsyncClient, total: int, concurrency: int, server: int
+    http: httpx.AsyncClient, total: int, concurrency: int, stack: Stack
 ) -> Cycles:
-    """``total`` cycles from ``concurrency`` clients, each on a new thread; the rate and
-    the CPU (of dev server ``server`` and this process) count whole cycles."""
+    """``total`` cycles from ``concurrency`` clients, each on a new thread; the rate, the
+    CPU (of ``stack``'s dev server and this process) and the reads count whole cycles."""
     latencies: list[float] = []
 
     async def client(cycles: int) -> None:
         for _ in range(cycles):
             latencies.append(await _cycle(http))
 
-    cpu = cpu_now(server)
-    began = time.perf_counter()
-    await asyncio.gather(*(client(total // concurrency) for _ in range(concurrency)))
-    elapsed = time.perf_counter() - began
-    return Cycles(Summary(tuple(latencies), elapsed), cpu_now(server) - cpu)
+    return await _metered(
+        stack, latencies, (client(total // concurrency) for _ in range(concurrency))
+    )
 
 
 async def measure_resumes(
-    http: httpx.AsyncClient, total: int, concurrency: int, server: int
+    http: httpx.AsyncClient, total: int, concurrency: int, stack: Stack
 ) -> Cycles:
     """``total`` threads paused first (untimed), then resumed by ``concurrency`` clients;
     the rate and the CPU count resumes alone: how fast approvals go through."""
@@ -136,8 +139,19 @@ async def measure_resumes(
         while queue:
             latencies.append(await _resume(http, queue.pop()))
 
-    cpu = cpu_now(server)
+    return await _metered(stack, latencies, (client(bodies) for _ in range(concurrency)))
+
+
+async def _metered(
+    stack: Stack, latencies: list[float], clients: Iterable[Coroutine[Any, Any, None]]
+) -> Cycles:
+    """Run ``clients`` at once, which add to ``latencies``; what they took."""
+    cpu, reads = cpu_now(stack.server_pid), stack.reads.reads
     began = time.perf_counter()
-    await asyncio.gather(*(client(bodies) for _ in range(concurrency)))
+    await asyncio.gather(*clients)
     elapsed = time.perf_counter() - began
-    return Cycles(Summary(tuple(latencies), elapsed), cpu_now(server) - cpu)
+    return Cycles(
+        Summary(tuple(latencies), elapsed),
+        cpu_now(stack.server_pid) - cpu,
+        stack.reads.reads - reads,
+    )

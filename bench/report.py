@@ -141,20 +141,22 @@ def render_cpu(
     cycles: dict[int, Cycles], resumes: Cycles | None = None, idle: CpuSplit | None = None
 ) -> str:
     """The stack's CPU per interrupt cycle, by process, with the cycles' rate; per resume
-    for ``resumes``; per second with nothing sent for ``idle``."""
+    for ``resumes``; per second with nothing sent for ``idle``. ``queries`` and ``polls``
+    are the gateway's reads per cycle (:mod:`bench.reads`)."""
     lines = [
         "CPU per interrupt cycle on a fresh thread: dev server + this process (engine worker,",
         "gateway and the bench's clients)",
         f"  {'':<{NAME_WIDTH}}{'n':>5}{'per s':>9}{'p50 ms':>8}"
-        f"{'server ms':>11}{'process ms':>11}{'total ms':>10}",
+        f"{'server ms':>11}{'process ms':>11}{'total ms':>10}{'queries':>9}{'polls':>7}",
     ]
 
     def row(name: str, taken: Cycles) -> str:
-        each = taken.cpu_each
+        each, count = taken.cpu_each, taken.summary.count
         return (
             f"  {name:<{NAME_WIDTH}}{taken.summary.count:>5}{taken.summary.rate:9.1f}"
             f"{_ms(taken.summary.percentile(50))}"
             f"{each.server * 1000:11.1f}{each.bench * 1000:11.1f}{each.total * 1000:10.1f}"
+            f"{taken.reads.queries / count:9.2f}{taken.reads.history / count:7.2f}"
         )
 
     lines += [row(f"cycle c={c}", taken) for c, taken in cycles.items()]
