@@ -1,15 +1,16 @@
-"""``python -m bench [--quick] [--codec on|off] [--only growth]``: the engine's latency,
-throughput and history cost.
+"""``python -m bench [--quick] [--codec on|off] [--only growth|cycles]``: the engine's
+latency, throughput, CPU and history cost.
 
 Starts its own in-memory Temporal dev server, the engine's worker, the gateway on a
 loopback port and a worker for the bench's own workflows; measures the raw update floor,
 the floor of an update that runs a local activity, full AG-UI runs over HTTP and the
-interrupt cycle (resume -> RUN_FINISHED), at concurrency 1 and 16, each in alternating
-rounds; then the cycle at 64, resumes alone, one thread's history, the streaming
-alternatives, a streamed model's token latency (its reply at once, and after a pause to
-think) with the gateway's reads per open stream, and one conversation's growth over its
-turns; prints one table; stops everything. ``--only growth`` measures the growth alone.
-See docs/bench.md.
+interrupt cycle (resume -> RUN_FINISHED, and the CPU of each cycle by process), at
+concurrency 1 and 16, each in alternating rounds; then the cycle at 64, resumes alone,
+one thread's history, the streaming alternatives, a streamed model's token latency (its
+reply at once, and after a pause to think) with the gateway's reads per open stream, and
+one conversation's growth over its turns; prints one table; stops everything.
+``--only growth`` measures the growth alone, ``--only cycles`` the interrupt cycles on
+fresh threads and their CPU alone. See docs/bench.md.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ import httpx
 from pydantic import SecretStr
 
 import codec
-from bench.cycles import measure_cycles, measure_resumes
+from bench.cpu import CpuSplit, idle_cpu
+from bench.cycles import Cycles, measure_cycles, measure_resumes
 from bench.floor import measure_floor
 from bench.growth import Growth, measure_growth
-from bench.report import Results, render, render_growth
+from bench.report import Results, render, render_cpu, render_growth
 from bench.runs import measure_runs, thread_history
 from bench.stack import Stack, running_stack
 from bench.stats import Summary
@@ -45,6 +47,10 @@ fewer, clients wait for the pool (unfairly: some starve), which the latencies wo
 count as the engine's."""
 ROUNDS = 5
 """The measurements at c=1 and c=16 alternate in this many rounds (:func:`_alternating`)."""
+WARMUP_CYCLES = 16
+"""Cycles ``--only cycles`` runs (at c=16) before it measures."""
+IDLE_SECONDS = 3.0
+"""How long ``--only cycles`` reads the stack's CPU with nothing sent."""
 THINKING_SECONDS = 1.0
 """How long the bench's thinking model takes to its first token: a hosted model's."""
 
@@ -110,7 +116,7 @@ class Alternated:
     floor: Summary
     tool_floor: Summary
     runs: Summary
-    cycles: Summary
+    cycles: Cycles
 
 
 async def _alternating(
@@ -125,15 +131,15 @@ async def _alternating(
     floor: list[Summary] = []
     tool: list[Summary] = []
     runs: list[Summary] = []
-    cycles: list[Summary] = []
+    cycles: list[Cycles] = []
     client, queue, c = stack.client, stack.bench_task_queue, concurrency
     for _ in range(ROUNDS):
         floor.append(await measure_floor(client, queue, counts.floor[c] // ROUNDS, c))
         tool.append(await measure_floor(client, queue, counts.floor[c] // ROUNDS, c, tool=True))
         runs.append(await measure_runs(http, counts.runs[c] // ROUNDS, c, counts.runs_per_thread))
-        cycles.append(await measure_cycles(http, counts.cycles[c] // ROUNDS, c))
+        cycles.append(await measure_cycles(http, counts.cycles[c] // ROUNDS, c, stack))
     return Alternated(
-        Summary.pooled(floor), Summary.pooled(tool), Summary.pooled(runs), Summary.pooled(cycles)
+        Summary.pooled(floor), Summary.pooled(tool), Summary.pooled(runs), Cycles.pooled(cycles)
     )
 
 
@@ -155,8 +161,8 @@ async def _bench(
         tool_floor = {c: figures.tool_floor for c, figures in taken.items()}
         runs = {c: figures.runs for c, figures in taken.items()}
         cycles = {c: figures.cycles for c, figures in taken.items()}
-        cycles[CLIENTS] = await measure_cycles(http, counts.cycles[CLIENTS], CLIENTS)
-        resumes = await measure_resumes(http, counts.cycles[16], 16)
+        cycles[CLIENTS] = await measure_cycles(http, counts.cycles[CLIENTS], CLIENTS, stack)
+        resumes = await measure_resumes(http, counts.cycles[16], 16, stack)
         history = await thread_history(stack.client, http, counts.history_runs)
         streams = await measure_streams(
             stack.client,
@@ -200,6 +206,29 @@ async def growth_only(counts: Counts, payload_keys: SecretStr | None) -> Growth:
         return await measure_growth(stack.client, http, counts.growth_marks)
 
 
+async def cycles_only(
+    counts: Counts, payload_keys: SecretStr | None
+) -> tuple[dict[int, Cycles], CpuSplit]:
+    """Interrupt cycles on fresh threads at c=16 and c=1, in alternating rounds, on a
+    freshly started stack, nothing else; and the stack's CPU per second when idle."""
+    async with (
+        running_stack(EXAMPLES, payload_keys) as stack,
+        httpx.AsyncClient(
+            base_url=stack.base_url,
+            headers=stack.headers,
+            timeout=30,
+            limits=httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS),
+        ) as http,
+    ):
+        await measure_cycles(http, WARMUP_CYCLES, WARMUP_CYCLES, stack)
+        idle = await idle_cpu(stack.server_pid, IDLE_SECONDS)
+        taken: dict[int, list[Cycles]] = {16: [], 1: []}
+        for _ in range(ROUNDS):
+            for c, batches in taken.items():
+                batches.append(await measure_cycles(http, counts.cycles[c] // ROUNDS, c, stack))
+        return {c: Cycles.pooled(batches) for c, batches in taken.items()}, idle
+
+
 async def main() -> None:
     """Parse the flags, bench, print the table."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
@@ -211,13 +240,19 @@ async def main() -> None:
         "AGUI_PAYLOAD_KEYS says",
     )
     parser.add_argument(
-        "--only", choices=["growth"], help="run one measurement alone: the conversation growth"
+        "--only",
+        choices=["growth", "cycles"],
+        help="run one measurement alone: the conversation growth, or the interrupt cycles "
+        "on fresh threads with their CPU",
     )
     args = parser.parse_args()
     counts = QUICK if args.quick else FULL
     async with asyncio.timeout(DEADLINE_SECONDS):
         if args.only == "growth":
             table = render_growth(await growth_only(counts, _payload_keys(args.codec)))
+        elif args.only == "cycles":
+            cycles, idle = await cycles_only(counts, _payload_keys(args.codec))
+            table = render_cpu(cycles, idle=idle)
         else:
             table = render(await bench(counts, _payload_keys(args.codec)))
     print(table, flush=True)

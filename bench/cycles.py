@@ -4,7 +4,8 @@ Each cycle opens a thread with one approval (``mail a@b.com``) and resumes it wi
 approval; only the resume is timed, from sending it to reading its ``RUN_FINISHED``:
 how long a person waits after clicking "approve". The rate of whole cycles counts each
 thread's opening and first run too; :func:`measure_resumes` gives the rate of resumes
-alone, on threads paused beforehand.
+alone, on threads paused beforehand. Both read the CPU the stack spent meanwhile, by
+process (:mod:`bench.cpu`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,42 @@ import asyncio
 import json
 import time
 import uuid
+from collections.abc import Coroutine, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from bench.conversation import AGENT
+from bench.cpu import CpuSplit, cpu_now
+from bench.reads import Reads
+from bench.stack import Stack
 from bench.stats import Summary
+
+
+@dataclass(frozen=True)
+class Cycles:
+    """Timed operations (cycles or resumes), the CPU the stack spent on all of them and
+    the reads the gateway made meanwhile (:mod:`bench.reads`)."""
+
+    summary: Summary
+    cpu: CpuSplit
+    reads: Reads
+
+    @classmethod
+    def pooled(cls, batches: Iterable[Cycles]) -> Cycles:
+        """Batches taken apart, as one (:meth:`Summary.pooled`), their CPU added."""
+        parts = list(batches)
+        cpu, reads = CpuSplit(0.0, 0.0), Reads()
+        for part in parts:
+            cpu += part.cpu
+            reads += part.reads
+        return cls(Summary.pooled(part.summary for part in parts), cpu, reads)
+
+    @property
+    def cpu_each(self) -> CpuSplit:
+        """The CPU of one operation, on average."""
+        return self.cpu.per(self.summary.count)
 
 
 async def _run(http: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
@@ -74,22 +105,27 @@ async def _cycle(http: httpx.AsyncClient) -> float:
     return await _resume(http, body)
 
 
-async def measure_cycles(http: httpx.AsyncClient, total: int, concurrency: int) -> Summary:
-    """``total`` cycles from ``concurrency`` clients; the rate counts whole cycles."""
+async def measure_cycles(
+    http: httpx.AsyncClient, total: int, concurrency: int, stack: Stack
+) -> Cycles:
+    """``total`` cycles from ``concurrency`` clients, each on a new thread; the rate, the
+    CPU (of ``stack``'s dev server and this process) and the reads count whole cycles."""
     latencies: list[float] = []
 
     async def client(cycles: int) -> None:
         for _ in range(cycles):
             latencies.append(await _cycle(http))
 
-    began = time.perf_counter()
-    await asyncio.gather(*(client(total // concurrency) for _ in range(concurrency)))
-    return Summary(tuple(latencies), time.perf_counter() - began)
+    return await _metered(
+        stack, latencies, (client(total // concurrency) for _ in range(concurrency))
+    )
 
 
-async def measure_resumes(http: httpx.AsyncClient, total: int, concurrency: int) -> Summary:
+async def measure_resumes(
+    http: httpx.AsyncClient, total: int, concurrency: int, stack: Stack
+) -> Cycles:
     """``total`` threads paused first (untimed), then resumed by ``concurrency`` clients;
-    the rate counts resumes alone: how fast approvals go through."""
+    the rate and the CPU count resumes alone: how fast approvals go through."""
     bodies: list[dict[str, Any]] = []
 
     async def pause(count: int) -> None:
@@ -103,6 +139,19 @@ async def measure_resumes(http: httpx.AsyncClient, total: int, concurrency: int)
         while queue:
             latencies.append(await _resume(http, queue.pop()))
 
+    return await _metered(stack, latencies, (client(bodies) for _ in range(concurrency)))
+
+
+async def _metered(
+    stack: Stack, latencies: list[float], clients: Iterable[Coroutine[Any, Any, None]]
+) -> Cycles:
+    """Run ``clients`` at once, which add to ``latencies``; what they took."""
+    cpu, reads = cpu_now(stack.server_pid), stack.reads.reads
     began = time.perf_counter()
-    await asyncio.gather(*(client(bodies) for _ in range(concurrency)))
-    return Summary(tuple(latencies), time.perf_counter() - began)
+    await asyncio.gather(*clients)
+    elapsed = time.perf_counter() - began
+    return Cycles(
+        Summary(tuple(latencies), elapsed),
+        cpu_now(stack.server_pid) - cpu,
+        stack.reads.reads - reads,
+    )

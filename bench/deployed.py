@@ -71,13 +71,6 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError(f"process {pid} reports no VmRSS")
 
 
-def cpu_seconds(pid: int) -> float:
-    """The CPU time process ``pid`` has used (``utime + stime``, Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    # Fields 14 and 15 of proc(5), counted from the state (field 3) here.
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @asynccontextmanager
 async def deployed(directory: Path, streams_per_principal: int) -> AsyncIterator[Deployed]:
     """Start the dev server on ``directory/temporal.sqlite``, then the worker and the

@@ -6,11 +6,8 @@ cycle: a run that pauses on one approval, then the resume that approves it. At e
 it takes the history bytes of the workflow runs that served the turn
 (:func:`~bench.history.served_runs`), and over a window of turns around it (one turn is
 noisy) the resume's latency (``resume -> RUN_FINISHED``) and the CPU the whole stack
-spent per turn: this process (worker, gateway and clients) plus the dev server's.
-
-The dev server is the child process ``WorkflowEnvironment.start_local`` spawned; the SDK
-does not expose its pid, so :func:`server_pid` finds it as this process's child named
-``temporal`` in ``/proc`` (Linux only, as the bench machine is).
+spent per turn: this process (worker, gateway and clients) plus the dev server's
+(:mod:`bench.cpu`).
 """
 
 from __future__ import annotations
@@ -20,13 +17,13 @@ import os
 import statistics
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 from temporalio.client import Client
 
 from bench.conversation import AGENT, Conversation
+from bench.cpu import cpu_now, server_pid
 from bench.history import served_runs
 from workflows.thread_ids import workflow_id_for
 
@@ -67,36 +64,6 @@ class Growth:
     """The wall time of the whole measurement."""
 
 
-def server_pid() -> int:
-    """The pid of the dev server this process started.
-
-    Raises:
-        RuntimeError: Not exactly one child process named ``temporal``.
-    """
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue  # it exited meanwhile
-        name = text[text.index("(") + 1 : text.rindex(")")]
-        parent = int(text[text.rindex(")") + 2 :].split()[1])
-        if parent == os.getpid() and name == "temporal":
-            found.append(int(stat.parent.name))
-    if len(found) != 1:
-        raise RuntimeError(f"expected one dev server child process, found {found}")
-    return found[0]
-
-
-def stack_cpu(pid: int) -> float:
-    """CPU seconds spent so far by this process and by process ``pid`` (utime + stime)."""
-    text = Path(f"/proc/{pid}/stat").read_text()
-    fields = text[text.rindex(")") + 2 :].split()
-    # Fields 14 and 15 of proc(5), counted from the state (field 3) here.
-    ticks = int(fields[11]) + int(fields[12])
-    return time.process_time() + ticks / CLOCK_TICKS
-
-
 async def _stream(http: httpx.AsyncClient, conversation: Conversation, body: dict[str, Any]) -> Any:
     """Post a run, adopt its ``MESSAGES_SNAPSHOT``; its ``RUN_FINISHED`` event.
 
@@ -121,7 +88,7 @@ async def _turn(http: httpx.AsyncClient, conversation: Conversation, pid: int) -
     Raises:
         RuntimeError: The run did not pause, or the resume did not succeed.
     """
-    cpu = stack_cpu(pid)
+    cpu = cpu_now(pid)
     paused = await _stream(http, conversation, conversation.next_input(APPROVAL_PROMPT))
     outcome = paused.get("outcome") or {}
     if outcome.get("type") != "interrupt":
@@ -135,7 +102,7 @@ async def _turn(http: httpx.AsyncClient, conversation: Conversation, pid: int) -
     latency = time.perf_counter() - start
     if finished.get("outcome") != {"type": "success"}:
         raise RuntimeError(f"the resume did not succeed: {finished}")
-    return TurnCost(latency, stack_cpu(pid) - cpu)
+    return TurnCost(latency, (cpu_now(pid) - cpu).total)
 
 
 def window(mark: int, turns: int) -> range:

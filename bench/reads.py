@@ -33,6 +33,9 @@ class Reads:
     def __sub__(self, before: Reads) -> Reads:
         return Reads(self.queries - before.queries, self.history - before.history)
 
+    def __add__(self, other: Reads) -> Reads:
+        return Reads(self.queries + other.queries, self.history + other.history)
+
 
 class ReadCount(Interceptor):
     """Counts the reads made through the clients it is installed on."""

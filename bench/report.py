@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.cpu import CpuSplit
+from bench.cycles import Cycles
 from bench.growth import Growth
 from bench.history import HistoryGrowth
 from bench.stats import Summary
@@ -21,8 +23,9 @@ class Results:
     tool_floor: dict[int, Summary]
     """Updates that run a no-op local activity: Temporal's share of a resume with a tool."""
     runs: dict[int, Summary]
-    cycles: dict[int, Summary]
-    resumes: Summary
+    cycles: dict[int, Cycles]
+    """Interrupt cycles, each on a fresh thread, by concurrency."""
+    resumes: Cycles
     """Resumes alone at c=16, on threads paused beforehand."""
     history: HistoryGrowth
     streams: list[VariantResult]
@@ -90,8 +93,9 @@ def render(results: Results) -> str:
         "Interrupt cycle: run -> interrupt -> resume; latency of resume -> RUN_FINISHED",
         f"{head}{'p50/floor':>11}{'cycles/raw':>12}{'p50/+act.':>11}",
     ]
-    lines += [resume_row(f"resume c={c}", cycles) for c, cycles in results.cycles.items()]
-    lines.append(resume_row("resume only c=16", results.resumes))
+    lines += [resume_row(f"resume c={c}", cycles.summary) for c, cycles in results.cycles.items()]
+    lines.append(resume_row("resume only c=16", results.resumes.summary))
+    lines += ["", render_cpu(results.cycles, results.resumes)]
     history = results.history
     runs_count = len(history.per_run)
     lines += [
@@ -130,6 +134,39 @@ def render(results: Results) -> str:
             _latency_row("  its first tokens", tokens.first),
         ]
     lines += ["", render_growth(results.growth)]
+    return "\n".join(lines)
+
+
+def render_cpu(
+    cycles: dict[int, Cycles], resumes: Cycles | None = None, idle: CpuSplit | None = None
+) -> str:
+    """The stack's CPU per interrupt cycle, by process, with the cycles' rate; per resume
+    for ``resumes``; per second with nothing sent for ``idle``. ``queries`` and ``polls``
+    are the gateway's reads per cycle (:mod:`bench.reads`)."""
+    lines = [
+        "CPU per interrupt cycle on a fresh thread: dev server + this process (engine worker,",
+        "gateway and the bench's clients)",
+        f"  {'':<{NAME_WIDTH}}{'n':>5}{'per s':>9}{'p50 ms':>8}"
+        f"{'server ms':>11}{'process ms':>11}{'total ms':>10}{'queries':>9}{'polls':>7}",
+    ]
+
+    def row(name: str, taken: Cycles) -> str:
+        each, count = taken.cpu_each, taken.summary.count
+        return (
+            f"  {name:<{NAME_WIDTH}}{taken.summary.count:>5}{taken.summary.rate:9.1f}"
+            f"{_ms(taken.summary.percentile(50))}"
+            f"{each.server * 1000:11.1f}{each.bench * 1000:11.1f}{each.total * 1000:10.1f}"
+            f"{taken.reads.queries / count:9.2f}{taken.reads.history / count:7.2f}"
+        )
+
+    lines += [row(f"cycle c={c}", taken) for c, taken in cycles.items()]
+    if resumes is not None:
+        lines.append(row("resume only c=16", resumes))
+    if idle is not None:
+        lines.append(
+            f"  {'idle, per second':<{NAME_WIDTH}}{'':>22}"
+            f"{idle.server * 1000:11.1f}{idle.bench * 1000:11.1f}{idle.total * 1000:10.1f}"
+        )
     return "\n".join(lines)
 
 

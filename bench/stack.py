@@ -24,6 +24,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from bench.cpu import server_pid
 from bench.reads import ReadCount, counted
 from bench.workflows import BENCH_ACTIVITIES, BENCH_WORKFLOWS
 from gateway.app import create_app
@@ -62,6 +63,8 @@ class Stack:
     gateway_client: Client
     """The gateway's client: ``client``'s connection, its reads counted in ``reads``."""
     reads: ReadCount
+    server_pid: int
+    """The dev server's process (:func:`bench.cpu.server_pid`)."""
 
 
 @asynccontextmanager
@@ -101,7 +104,14 @@ async def running_stack(
             _serve_gateway(settings, gateway_client, agents) as base_url,
         ):
             yield Stack(
-                env.client, settings, bench_task_queue, base_url, headers, gateway_client, reads
+                env.client,
+                settings,
+                bench_task_queue,
+                base_url,
+                headers,
+                gateway_client,
+                reads,
+                server_pid(),
             )
     finally:
         await env.shutdown()

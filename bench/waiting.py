@@ -44,7 +44,8 @@ from typing import Any
 import httpx
 
 from bench.continued import Template, continue_as, drained, template_of
-from bench.deployed import Deployed, cpu_seconds, deployed, rss_bytes
+from bench.cpu import cpu_seconds
+from bench.deployed import Deployed, deployed, rss_bytes
 from bench.stats import Summary
 from gateway.errors import RETRY_AFTER_SECONDS
 from gateway.tokens import mint

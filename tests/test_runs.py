@@ -72,6 +72,25 @@ async def test_runs_on_a_thread_share_one_workflow_and_messages_are_not_duplicat
     assert await workflow_count(stack.client, thread_id) == 1
 
 
+async def test_a_run_that_looks_like_a_first_run_joins_the_thread_that_exists(
+    stack: Stack,
+) -> None:
+    """The gateway sends a run without the agent's messages straight to update-with-start
+    (``gateway.streaming.opens_thread``); on a thread that exists it is the thread's next
+    run all the same."""
+    thread_id = new_thread()
+    first = await post_run(stack.http, "demo", run_input(thread_id, "r1", "hello"))
+    second = await post_run(stack.http, "demo", run_input(thread_id, "r2", "hello", "again"))
+
+    assert second[-1]["outcome"] == {"type": "success"}
+    thread = (await stack.http.get(f"/threads/{thread_id}")).json()
+    ids = [message["id"] for message in thread["messages"]]
+    assert ids == ["m1", first[1]["messageId"], "m2", second[1]["messageId"]]
+    assert [run["runId"] for run in thread["runs"]] == ["r1", "r2"]
+    assert stack.client is not None
+    assert await workflow_count(stack.client, thread_id) == 1
+
+
 async def test_concurrent_first_runs_of_a_thread_start_one_workflow(stack: Stack) -> None:
     thread_id = new_thread()
     results = await asyncio.gather(

@@ -25,7 +25,9 @@ Everything here is a pure function of its arguments.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -72,6 +74,8 @@ MAX_REASON_CHARS = 64
 """An interrupt's ``reason``, which the ``AguiInterruptReasons`` search attribute lists."""
 MAX_INTERRUPT_BYTES = 8 * KIB
 """One interrupt as clients see it: message, schema, metadata (``INVALID_QUESTION``)."""
+SCHEMAS_CHECKED_KEPT = 256
+"""Response schemas whose check (against the metaschema) a worker keeps the verdict of."""
 MAX_APPROVERS = 20
 """Users, and groups, an approver policy names (and its escalation); also the most
 approvals it may need (``INVALID_QUESTION``). The interrupt shows them all, and names
@@ -287,16 +291,39 @@ def _check_question(
     if question.approvers is not None:
         _check_approvers(what, question.approvers)
     if question.response_schema is not None:
-        try:
-            jsonschema.Draft202012Validator.check_schema(question.response_schema)
-        except jsonschema.SchemaError as error:
-            message = f"{what}: its response schema is invalid: {error.message}"
-            raise invalid_question(message) from error
+        error = _schema_error(question.response_schema)
+        if error is not None:
+            raise invalid_question(f"{what}: its response schema is invalid: {error}")
     size = json_size(question)
     if size > MAX_INTERRUPT_BYTES:
         raise invalid_question(
             f"{what} is {size} bytes; an interrupt may be at most {MAX_INTERRUPT_BYTES}."
         )
+
+
+def _schema_error(schema: dict[str, Any]) -> str | None:
+    """What is wrong with JSON schema ``schema``, if anything.
+
+    The verdicts on schemas that fit an interrupt are kept by the schema's text
+    (``SCHEMAS_CHECKED_KEPT`` of them): checking a schema against the metaschema is the
+    costliest part of asking a question, and agents ask the same few again and again.
+    A verdict depends on the text alone, so a kept one is the one a new check would give.
+    """
+    text = json.dumps(schema, sort_keys=True)
+    if len(text) > MAX_INTERRUPT_BYTES:
+        return _checked_schema(text)  # too large for any interrupt: not worth keeping
+    return _kept_schema_check(text)
+
+
+def _checked_schema(text: str) -> str | None:
+    try:
+        jsonschema.Draft202012Validator.check_schema(json.loads(text))
+    except jsonschema.SchemaError as error:
+        return str(error.message)
+    return None
+
+
+_kept_schema_check = functools.lru_cache(maxsize=SCHEMAS_CHECKED_KEPT)(_checked_schema)
 
 
 def _check_approvers(what: str, approvers: Approvers) -> None:

@@ -6,6 +6,7 @@ holds what decides around them, in workflow code.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -96,18 +97,36 @@ class Decision(BaseModel):
         return edited
 
 
+DECISION_MODELS_KEPT = 256
+"""The most models :func:`decision_model` keeps made: one per tool with edits an agent
+has, so it is never reached but by tools that clients define."""
+
+
 def decision_model(spec: ToolSpec, edits: bool) -> type[Decision]:
     """The :class:`Decision` for calls of ``spec``; with ``edits``, it has ``editedArgs``
-    whose schema is the tool's own parameters schema."""
+    whose schema is the tool's own parameters schema.
+
+    Made once per tool and parameters schema, then kept: making a pydantic model is
+    the costliest part of a turn that asks for an approval. The model depends on nothing
+    else, so a kept one is the model a new one would be, and the workflow stays
+    deterministic.
+    """
     if not edits:
         return Decision
+    return _edits_model(spec.name, json.dumps(spec.parameters))
+
+
+@functools.lru_cache(maxsize=DECISION_MODELS_KEPT)
+def _edits_model(name: str, parameters: str) -> type[Decision]:
+    """The :class:`Decision` with ``editedArgs`` for calls of tool ``name``, whose
+    parameters schema is ``parameters`` (JSON text, its keys in the tool's order)."""
     schema = {
-        **(spec.parameters or {}),
+        **(json.loads(parameters) or {}),
         "description": "Full replacement of the tool args. Not merged.",
         "additionalProperties": False,
     }
     return create_model(
-        f"{spec.name}_decision",
+        f"{name}_decision",
         __base__=Decision,
         edited_args=(
             Annotated[dict[str, Any] | None, WithJsonSchema(schema)],
