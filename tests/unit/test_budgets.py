@@ -225,7 +225,7 @@ def test_the_conversation_drops_its_oldest_messages_past_its_budget() -> None:
     body = "x" * (budgets.KEPT_MESSAGES_BYTES // 3)
     for index in range(1, 6):
         message = user(f"m{index}", body)
-        log.add_message(message, budgets.json_size(message))
+        log.add_message(message, budgets.to_json(message))
 
     assert [m.id for m in state.messages] == ["m4", "m5"]
     assert state.messages_dropped == 3
@@ -245,7 +245,7 @@ def test_the_dropped_ids_remembered_are_bounded() -> None:
     body = "x" * (budgets.KEPT_MESSAGES_BYTES // 2)
     for index in range(budgets.DROPPED_IDS_KEPT + 10):
         message = user(f"m{index}", body)
-        log.add_message(message, budgets.json_size(message))
+        log.add_message(message, budgets.to_json(message))
     assert len(state.dropped_message_ids) == budgets.DROPPED_IDS_KEPT
 
 
