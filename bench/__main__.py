@@ -143,17 +143,23 @@ async def _alternating(
     )
 
 
+def _http(stack: Stack) -> httpx.AsyncClient:
+    """The bench's HTTP client of the stack's gateway: a connection for each client, so
+    none waits for the pool (see docs/bench.md, "Order")."""
+    return httpx.AsyncClient(
+        base_url=stack.base_url,
+        headers=stack.headers,
+        timeout=30,
+        limits=httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS),
+    )
+
+
 async def _bench(
     counts: Counts, model_server: ChatServer, payload_keys: SecretStr | None
 ) -> Results:
     async with (
         running_stack((*EXAMPLES, token_agent(model_server)), payload_keys) as stack,
-        httpx.AsyncClient(
-            base_url=stack.base_url,
-            headers=stack.headers,
-            timeout=30,
-            limits=httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS),
-        ) as http,
+        _http(stack) as http,
     ):
         await measure_runs(http, counts.warmup_runs, 1, counts.runs_per_thread)
         taken = {c: await _alternating(stack, http, counts, c) for c in (1, 16)}
@@ -213,12 +219,7 @@ async def cycles_only(
     freshly started stack, nothing else; and the stack's CPU per second when idle."""
     async with (
         running_stack(EXAMPLES, payload_keys) as stack,
-        httpx.AsyncClient(
-            base_url=stack.base_url,
-            headers=stack.headers,
-            timeout=30,
-            limits=httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS),
-        ) as http,
+        _http(stack) as http,
     ):
         await measure_cycles(http, WARMUP_CYCLES, WARMUP_CYCLES, stack)
         idle = await idle_cpu(stack.server_pid, IDLE_SECONDS)
