@@ -3,23 +3,31 @@
 Runs never interleave (the thread serves one at a time), so a run's events are one slice
 of the log, from its ``first_seq`` to its ``last_seq``. Clients read that slice while the
 run is in progress and again later, by reconnecting or by repeating the run.
+
+Snapshots are kept small, as continue-as-new carries the log (``LoggedEvent``): a
+``MESSAGES_SNAPSHOT`` by the conversation's length then, a ``STATE_SNAPSHOT`` by its
+JSON Patch from the one before; :meth:`EventLog.sequenced` gives them back whole.
 """
 
 from __future__ import annotations
 
 import bisect
+import copy
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    import jsonpatch
     from ag_ui.core import (
         Event,
         Message,
         MessagesSnapshotEvent,
         RunFinishedEvent,
         RunStartedEvent,
+        StateSnapshotEvent,
     )
 
     from workflows import budgets
@@ -44,7 +52,7 @@ class EventLog:
 
     Everything it keeps is in the thread's state, which is what continue-as-new carries;
     it only remembers, to save work, what it derived from it (message ids, sizes and
-    digests).
+    digests, the newest state snapshot it rebuilt).
     The conversation and the events carried are held to their budgets
     (``workflows/budgets.py``) by dropping the oldest.
 
@@ -62,6 +70,10 @@ class EventLog:
         encoded = [budgets.to_json(message) for message in thread.messages]
         self._message_sizes = [len(json) for json in encoded]
         self._message_digests = [message_digest(json) for json in encoded]
+        self._state: tuple[int, Any] | None = None
+        """The ``seq`` and snapshot of the ``STATE_SNAPSHOT`` last logged or rebuilt:
+        the next one's patch is made from it, and rebuilding those after it starts
+        there. Never handed out: callers get copies."""
 
     def knows(self, message_id: str) -> bool:
         """Whether the conversation has (or had, and dropped) the message ``message_id``."""
@@ -105,10 +117,69 @@ class EventLog:
         if event.timestamp is None:
             event.timestamp = int(self._clock().timestamp() * 1000)
         seq = self.next_seq()
-        self._thread.events.append(
-            LoggedEvent(seq=seq, run_key=run.key, event=event, messages_upto=messages_upto)
-        )
+        item = LoggedEvent(seq=seq, run_key=run.key, event=event, messages_upto=messages_upto)
+        if isinstance(event, StateSnapshotEvent):
+            item = self._keep_state(item, event)
+        self._thread.events.append(item)
         run.last_seq = seq
+
+    def _keep_state(self, item: LoggedEvent, event: StateSnapshotEvent) -> LoggedEvent:
+        """``item``, a ``STATE_SNAPSHOT``, as the log keeps it: with a copy of its
+        snapshot (an agent may go on changing the state it snapshotted) if it is the
+        log's first, else as the patch from the previous one."""
+        snapshot = copy.deepcopy(event.snapshot)
+        previous = self._last_state_at(len(self._thread.events))
+        base = None if previous is None else self._state_at(previous)
+        self._state = (item.seq, snapshot)
+        if previous is None:
+            whole = event.model_copy(update={"snapshot": snapshot})
+            return item.model_copy(update={"event": whole})
+        return item.model_copy(
+            update={
+                "event": event.model_copy(update={"snapshot": None}),
+                "state_patch": jsonpatch.make_patch(base, snapshot).patch,
+            }
+        )
+
+    def _whole_state(self, item: LoggedEvent) -> Event:
+        """The ``STATE_SNAPSHOT`` ``item`` of the log with its whole snapshot."""
+        if item.state_patch is None:
+            return item.event
+        index = item.seq - self._thread.events[0].seq
+        return item.event.model_copy(update={"snapshot": self._state_at(index)})
+
+    def _last_state_at(self, end: int) -> int | None:
+        """The index of the log's last ``STATE_SNAPSHOT`` before index ``end``."""
+        events = self._thread.events
+        for index in range(end - 1, -1, -1):
+            if isinstance(events[index].event, StateSnapshotEvent):
+                return index
+        return None
+
+    def _state_at(self, index: int) -> Any:
+        """The snapshot of the ``STATE_SNAPSHOT`` at ``index``, rebuilt from the last
+        whole one before it (or the one last rebuilt) by its patches; a copy."""
+        events = self._thread.events
+        patches: list[list[dict[str, Any]]] = []
+        at: int | None = index
+        while at is not None:
+            item = events[at]
+            if self._state is not None and self._state[0] == item.seq:
+                base = self._state[1]
+                break
+            if item.state_patch is None:
+                base = item.event.snapshot  # type: ignore[union-attr]
+                break
+            patches.append(item.state_patch)
+            at = self._last_state_at(at)
+        else:
+            raise AssertionError("the log's first STATE_SNAPSHOT is kept whole")
+        state = copy.deepcopy(base)
+        for patch in reversed(patches):
+            state = jsonpatch.apply_patch(state, patch, in_place=True)
+        if patches:
+            self._state = (events[index].seq, copy.deepcopy(state))
+        return state
 
     def append_messages_snapshot(self, run: RunRecord) -> None:
         """Append the whole conversation, logged by its length (see ``LoggedEvent``)."""
@@ -152,8 +223,8 @@ class EventLog:
         return page, start + len(page) < len(events)
 
     def sequenced(self, item: LoggedEvent) -> SequencedEvent:
-        """``item`` as clients see it: a messages snapshot gets its messages back."""
-        event = item.event
+        """``item`` as clients see it: a snapshot gets its messages or state back."""
+        event = self._whole_state(item)
         if item.messages_upto is not None:
             # Messages dropped since are no longer in it.
             kept = max(item.messages_upto - self._thread.messages_dropped, 0)
@@ -175,7 +246,11 @@ class EventLog:
     def carried(self, runs: int) -> ThreadState:
         """The thread for the next workflow run: only its last ``runs`` runs, with their
         events, fewer if their events are over ``budgets.CARRIED_EVENT_BYTES``, so what
-        continue-as-new carries stays bounded; the rest of it whole."""
+        continue-as-new carries stays bounded; the rest of it whole.
+
+        The first ``STATE_SNAPSHOT`` carried is made whole again, as the one its patch
+        was made from is not carried.
+        """
         kept = self._thread.runs[-runs:]
         sizes = dict.fromkeys((run.key for run in kept), 0)
         for item in self._thread.events:
@@ -184,4 +259,9 @@ class EventLog:
         kept = kept[len(kept) - budgets.runs_to_carry([sizes[run.key] for run in kept]) :]
         first_seq = kept[0].first_seq if kept else self.next_seq()
         events = [item for item in self._thread.events if item.seq >= first_seq]
+        for position, item in enumerate(events):
+            if isinstance(item.event, StateSnapshotEvent):
+                whole = self._whole_state(item)
+                events[position] = item.model_copy(update={"event": whole, "state_patch": None})
+                break
         return self._thread.model_copy(update={"runs": kept, "events": events})

@@ -56,9 +56,15 @@ class LoggedEvent(SequencedEvent):
     only grows at its end, so that prefix, less what was dropped, is the snapshot. Each
     run's snapshots would otherwise copy the conversation into the log, which
     continue-as-new carries.
+
+    A ``STATE_SNAPSHOT`` is kept, but for the oldest one of the log, without its
+    snapshot, as the JSON Patch (RFC 6902) that makes it from the log's previous
+    ``STATE_SNAPSHOT`` (``state_patch``): each run ends with one of the whole state,
+    which mostly repeats the one before.
     """
 
     messages_upto: int | None = None
+    state_patch: list[dict[str, Any]] | None = None
 
 
 class Permit(Model):

@@ -1,6 +1,7 @@
 """Guards the thread's event log (``workflows/event_log.py``): sequence numbers, a run's
-events as a slice of the log, messages snapshots kept by length, a repeated run's events
-under its new ``runId``, and what a continue-as-new carries.
+events as a slice of the log, messages snapshots kept by length, state snapshots kept
+as patches, a repeated run's events under its new ``runId``, and what a continue-as-new
+carries.
 
 The log reads the time only through the clock it is given, so these run it directly.
 """
@@ -8,6 +9,7 @@ The log reads the time only through the clock it is given, so these run it direc
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from ag_ui.core import (
     PROTOCOL_VERSION,
@@ -16,6 +18,7 @@ from ag_ui.core import (
     MessagesSnapshotEvent,
     RunFinishedEvent,
     RunStartedEvent,
+    StateSnapshotEvent,
     TextMessageContentEvent,
     UserMessage,
 )
@@ -283,6 +286,86 @@ def test_reading_a_snapshot_leaves_the_log_without_messages() -> None:
 
     event = thread.events[0].event
     assert isinstance(event, MessagesSnapshotEvent) and event.messages == []
+
+
+# --- state snapshots -------------------------------------------------------------------
+
+
+def run_with_states(thread: ThreadState, log: EventLog, key: str, *states: Any) -> RunRecord:
+    run = open_run(thread, log, key)
+    for state in states:
+        log.append(run, StateSnapshotEvent(snapshot=state))
+    return run
+
+
+def snapshots(events: list[SequencedEvent]) -> list[Any]:
+    return [e.event.snapshot for e in events if isinstance(e.event, StateSnapshotEvent)]
+
+
+OUTBOXES = [{"outbox": [{"to": f"{n}@b.com", "subject": "hi"} for n in range(k)]} for k in range(5)]
+
+
+def test_a_state_snapshot_is_logged_as_the_patch_from_the_one_before_and_read_whole() -> None:
+    thread, log = new_log()
+    first = run_with_states(thread, log, "u1", OUTBOXES[0], OUTBOXES[1])
+    second = run_with_states(thread, log, "u2", OUTBOXES[1], OUTBOXES[2], "a string")
+
+    logged = thread.events
+    assert logged[0].state_patch is None and logged[0].event.snapshot == OUTBOXES[0]
+    assert all(item.state_patch is not None for item in logged[1:])
+    assert all(item.event.snapshot is None for item in logged[1:])
+    assert logged[2].state_patch == [], "the same state again is an empty patch"
+    assert logged[3].state_patch == [
+        {"op": "add", "path": "/outbox/1", "value": {"to": "1@b.com", "subject": "hi"}}
+    ]
+    assert snapshots(log.events_of(first)) == OUTBOXES[:2]
+    assert snapshots(log.events_of(second)) == [OUTBOXES[1], OUTBOXES[2], "a string"]
+    assert snapshots(log.page(0)[0]) == [*OUTBOXES[:2], OUTBOXES[1], OUTBOXES[2], "a string"]
+
+
+def test_the_logged_snapshot_is_the_state_when_it_was_emitted() -> None:
+    thread, log = new_log()
+    thread.state = {"outbox": []}
+    run = open_run(thread, log, "u1")
+
+    log.append(run, StateSnapshotEvent(snapshot=thread.state))
+    thread.state["outbox"].append({"to": "a@b.com"})
+    log.append(run, StateSnapshotEvent(snapshot=thread.state))
+    thread.state["outbox"].append({"to": "c@d.com"})
+
+    assert snapshots(log.events_of(run)) == [
+        {"outbox": []},
+        {"outbox": [{"to": "a@b.com"}]},
+    ]
+
+
+def test_reading_snapshots_in_any_order_gives_each_its_own_state() -> None:
+    thread, log = new_log()
+    run = run_with_states(thread, log, "u1", *OUTBOXES)
+    events = log.events_of(run)
+
+    for index in [4, 0, 3, 1, 2, 4]:
+        again = log.events_of(run, after=events[index].seq - 1)
+        assert snapshots(again)[0] == OUTBOXES[index]
+
+
+def test_a_continue_as_new_carries_its_first_state_snapshot_whole() -> None:
+    thread, log = new_log()
+    run_with_states(thread, log, "u1", OUTBOXES[0], OUTBOXES[1])
+    run_with_states(thread, log, "u2", OUTBOXES[2], OUTBOXES[3])
+    run_with_states(thread, log, "u3", OUTBOXES[4])
+
+    carried = log.carried(2)
+    later = EventLog(carried, clock=lambda: NOW)
+
+    assert carried.events[0].state_patch is None
+    assert carried.events[0].event.snapshot == OUTBOXES[2]
+    assert carried.events[1].state_patch is not None
+    assert thread.events[2].state_patch is not None, "the thread's own log is unchanged"
+    assert snapshots(later.page(0)[0]) == OUTBOXES[2:]
+    run = run_with_states(carried, later, "u4", OUTBOXES[0])
+    assert carried.events[-1].state_patch is not None
+    assert snapshots(later.events_of(run)) == [OUTBOXES[0]]
 
 
 # --- replay ----------------------------------------------------------------------------
