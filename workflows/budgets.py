@@ -129,7 +129,9 @@ AUDIT_KEPT_BYTES = 64 * KIB
 resume refused for its size is recorded without its entries."""
 CARRIED_EVENT_BYTES = 256 * KIB
 """Events of earlier runs carried across a continue-as-new (with ``RUNS_CARRIED`` runs at
-most): fewer runs are carried when theirs are larger; the latest run always is."""
+most): fewer runs are carried when theirs are larger; the latest run always is. Sized as
+the log keeps them (a ``STATE_SNAPSHOT`` as its patch), plus the first carried
+``STATE_SNAPSHOT`` made whole, at most ``MAX_STATE_BYTES``."""
 
 # --- what operators and listings see -----------------------------------------------------
 
