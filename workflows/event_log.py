@@ -134,11 +134,12 @@ class EventLog:
         if previous is None:
             whole = event.model_copy(update={"snapshot": snapshot})
             return item.model_copy(update={"event": whole})
+        # Most runs leave the state as they found it: a comparison of the two as JSON
+        # (where 1 and true differ) is much cheaper than the patch library's diff.
+        same = budgets.to_json(base) == budgets.to_json(snapshot)
+        patch = [] if same else jsonpatch.make_patch(base, snapshot).patch
         return item.model_copy(
-            update={
-                "event": event.model_copy(update={"snapshot": None}),
-                "state_patch": jsonpatch.make_patch(base, snapshot).patch,
-            }
+            update={"event": event.model_copy(update={"snapshot": None}), "state_patch": patch}
         )
 
     def _whole_state(self, item: LoggedEvent) -> Event:

@@ -323,6 +323,15 @@ def test_a_state_snapshot_is_logged_as_the_patch_from_the_one_before_and_read_wh
     assert snapshots(log.page(0)[0]) == [*OUTBOXES[:2], OUTBOXES[1], OUTBOXES[2], "a string"]
 
 
+def test_values_python_finds_equal_but_json_does_not_are_told_apart() -> None:
+    thread, log = new_log()
+    run = run_with_states(thread, log, "u1", {"a": 1}, {"a": True}, {"a": 1.0}, {"a": 1})
+
+    read = snapshots(log.events_of(run))
+
+    assert [type(state["a"]) for state in read] == [int, bool, float, int]
+
+
 def test_the_logged_snapshot_is_the_state_when_it_was_emitted() -> None:
     thread, log = new_log()
     thread.state = {"outbox": []}
