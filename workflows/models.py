@@ -47,6 +47,10 @@ class SequencedEvent(Model):
     event: Event
 
 
+def _unset(value: object) -> bool:
+    return value is None
+
+
 class LoggedEvent(SequencedEvent):
     """An event as the thread's log keeps it.
 
@@ -61,10 +65,12 @@ class LoggedEvent(SequencedEvent):
     snapshot, as the JSON Patch (RFC 6902) that makes it from the log's previous
     ``STATE_SNAPSHOT`` (``state_patch``): each run ends with one of the whole state,
     which mostly repeats the one before.
+
+    Both are left out of the JSON when unset, as they are on most events.
     """
 
-    messages_upto: int | None = None
-    state_patch: list[dict[str, Any]] | None = None
+    messages_upto: int | None = Field(default=None, exclude_if=_unset)
+    state_patch: list[dict[str, Any]] | None = Field(default=None, exclude_if=_unset)
 
 
 class Permit(Model):
