@@ -60,6 +60,7 @@ from settings import Settings
 from workflows import known_messages, search_attributes, visibility
 from workflows.admission import check_run
 from workflows.models import (
+    EventPage,
     EventsQuery,
     LogPage,
     LogQuery,
@@ -245,14 +246,20 @@ class AcceptedRun:
             messages: The client's conversation, whose first messages fill in the
                 snapshots of a reply that leaves them out.
         """
+        self._client = client
         self._thread = thread
-        self._update = update
         self._resend = resend
         self._messages = messages
         self._poll_seconds = poll_seconds
-        self._pace = _Pace(
-            client.get_workflow_handle(thread.id, run_id=update.workflow_run_id), poll_seconds
-        )
+        self._handed(update)
+
+    def _handed(self, update: WorkflowUpdateHandle[RunReply]) -> None:
+        """Read the run of ``update`` from the workflow run it went to: once that run
+        continues as new, the thread's next run has not run a workflow task yet, and a
+        query sent there waits about a second for one."""
+        self._update = update
+        self._run = self._client.get_workflow_handle(self._thread.id, run_id=update.workflow_run_id)
+        self._pace = _Pace(self._run, self._poll_seconds)
 
     async def pages(self) -> AsyncIterator[list[SequencedEvent]]:
         """See :meth:`RunStream.pages`.
@@ -269,16 +276,25 @@ class AcceptedRun:
                 if result.done() and self._resend is not None and _asks_resend(result):
                     # Rejected before anything was recorded: the same update, whole.
                     due.cancel()
-                    self._update = await self._resend()
+                    self._handed(await self._resend())
                     self._resend = None
                     result = asyncio.ensure_future(self._update.result())
                     continue
                 if result.done():
                     due.cancel()
                     break
-                page = await self._thread.query(
-                    ThreadWorkflow.events, EventsQuery(run_key=self._update.id, after=after)
+                query = asyncio.ensure_future(
+                    self._run.query(
+                        ThreadWorkflow.events, EventsQuery(run_key=self._update.id, after=after)
+                    )
                 )
+                await asyncio.wait({result, query}, return_when=asyncio.FIRST_COMPLETED)
+                if not query.done():
+                    # The run ended meanwhile and its reply holds every event; a query
+                    # that met the run's continue-as-new waits for a worker to replay it.
+                    _unread(query)
+                    continue
+                page = query.result()
                 self._pace.read(bool(page.events))
                 if page.events:
                     after = page.events[-1].seq
@@ -295,6 +311,23 @@ class AcceptedRun:
                 yield rest
         finally:
             result.cancel()
+
+
+_UNREAD: set[asyncio.Future[EventPage]] = set()
+"""Queries whose answers no stream reads any more, held until they are answered."""
+
+
+def _unread(query: asyncio.Future[EventPage]) -> None:
+    """Let ``query`` be answered, unread. Cancelled instead, its worker would answer a
+    query the server has dropped and log a warning for each."""
+    _UNREAD.add(query)
+    query.add_done_callback(_forget)
+
+
+def _forget(query: asyncio.Future[EventPage]) -> None:
+    _UNREAD.discard(query)
+    if not query.cancelled():
+        query.exception()  # Retrieved: nobody awaits it, and it may have failed.
 
 
 def _asks_resend(result: asyncio.Future[RunReply]) -> bool:

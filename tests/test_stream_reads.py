@@ -1,8 +1,10 @@
 """What an open stream asks of Temporal: while its run waits (on the model's next token,
-say) the gateway makes no queries, yet what the run logs next reaches the client."""
+say) the gateway makes no queries, yet what the run logs next reaches the client; and
+a query still unanswered when the run ends does not hold its stream back."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -35,11 +37,16 @@ from workflows.thread_ids import workflow_id_for
 
 
 class Reads(Interceptor):
-    """The queries and history fetches made through a client, by workflow id."""
+    """The queries and history fetches made through a client, by workflow id; queries
+    of the workflows in ``held`` wait until ``answer`` is set."""
 
     def __init__(self) -> None:
         self.queries: Counter[str] = Counter()
         self.fetches: Counter[str] = Counter()
+        self.held: set[str] = set()
+        self.held_runs: list[str | None] = []
+        """The workflow run each held query was sent to."""
+        self.answer = asyncio.Event()
 
     def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
         return _Counting(next, self)
@@ -52,6 +59,9 @@ class _Counting(OutboundInterceptor):
 
     async def query_workflow(self, input: QueryWorkflowInput) -> Any:
         self._reads.queries[input.id] += 1
+        if input.id in self._reads.held:
+            self._reads.held_runs.append(input.run_id)
+            await self._reads.answer.wait()
         return await self.next.query_workflow(input)
 
     def fetch_workflow_history_events(
@@ -77,7 +87,10 @@ async def counted(client: Client) -> AsyncIterator[tuple[ChatServer, Stack, Read
             ),
         )
         async with serve_stack(Client(**config), agents=[agent]) as stack:
-            yield server, stack, reads
+            try:
+                yield server, stack, reads
+            finally:
+                reads.answer.set()
 
 
 def _text(events: list[dict[str, Any]]) -> str:
@@ -118,6 +131,39 @@ async def test_a_run_waiting_on_its_model_costs_no_queries_meanwhile(
 
     assert _text(events) == "Hello world."
     assert_valid_stream(events, thread_id)
+
+
+async def test_a_run_that_ends_while_its_stream_queries_it_ends_the_stream(
+    counted: tuple[ChatServer, Stack, Reads], client: Client
+) -> None:
+    server, stack, reads = counted
+    server.script(Reply(text=["Hel", "lo ", "wor", "ld."], hold_after=2))
+    thread_id = new_thread()
+    # The stream's queries go unanswered, as one that meets the run's continue-as-new
+    # is for a while: the run's reply must end the stream anyway.
+    reads.held.add(workflow_id_for(thread_id))
+    body = run_input(thread_id, "r1", "hi")
+    async with stack.http.stream("POST", "/agents/llm", json=body) as response:
+
+        async def querying() -> bool:
+            return server.holding and bool(reads.held_runs)
+
+        await eventually(querying, what="the stream to query its run while the model waits")
+        server.release()
+
+        async def read_all() -> list[dict[str, Any]]:
+            return [event async for _, event in sse_messages(response)]
+
+        events = await asyncio.wait_for(read_all(), timeout=30)
+
+    assert not reads.answer.is_set()
+    assert _text(events) == "Hello world."
+    assert_valid_stream(events, thread_id)
+    # Queries go to the workflow run the run was handed to, never to the next one.
+    description = await client.get_workflow_handle(workflow_id_for(thread_id)).describe()
+    assert set(reads.held_runs) == {
+        description.raw_description.workflow_execution_info.first_run_id
+    }
 
 
 async def test_past_the_watch_limit_a_quiet_stream_polls_instead(
