@@ -156,7 +156,6 @@ async def test_a_run_that_ends_while_its_stream_queries_it_ends_the_stream(
 
         events = await asyncio.wait_for(read_all(), timeout=30)
 
-    assert not reads.answer.is_set()
     assert _text(events) == "Hello world."
     assert_valid_stream(events, thread_id)
     # Queries go to the workflow run the run was handed to, never to the next one.
