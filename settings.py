@@ -10,12 +10,14 @@ is an ``AGUI_*`` variable declared on :class:`Settings`.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from temporalio.client import Client
 from temporalio.converter import DataConverter
@@ -41,6 +43,27 @@ restart one on a file, so they check what ``make run`` does). WAL commits by app
 instead of rewriting pages through a rollback journal; ``synchronous`` stays at SQLite's
 default, FULL, on purpose: ``docs/operations.md``, "Storage settings of the embedded
 server"."""
+EMBEDDED_DYNAMIC_CONFIG: dict[str, object] = {"system.enableSuggestCaNOnNewTargetVersion": True}
+"""The dynamic config of the embedded Temporal server (and of the tests' servers): with
+Worker Versioning, tell a thread pinned to its build that its deployment's current build
+changed, so that it moves to it at its next rest (``AGUI_WORKER_DEPLOYMENT``)."""
+
+
+def embedded_server_flags(
+    on_file: bool = True, dynamic_config: Mapping[str, object] | None = None
+) -> list[str]:
+    """``temporal server start-dev``'s flags for the embedded server's dynamic config (with
+    ``dynamic_config`` on top) and, ``on_file``, its SQLite pragmas."""
+    flags = [
+        flag
+        for key, value in {**EMBEDDED_DYNAMIC_CONFIG, **(dynamic_config or {})}.items()
+        for flag in ("--dynamic-config-value", f"{key}={json.dumps(value)}")
+    ]
+    if on_file:
+        flags += [f for pragma in EMBEDDED_SQLITE_PRAGMAS for f in ("--sqlite-pragma", pragma)]
+    return flags
+
+
 MAX_BODY_BYTES = 1024 * 1024
 """The default cap on a request body: 1 MiB, a long conversation resent whole."""
 MAX_STREAMS_PER_PRINCIPAL = 32
@@ -52,8 +75,8 @@ CONTINUE_AS_NEW_AFTER_RUNS = 1
 interrupts for days, or idle) its workflow history holds only data, the carried
 ``ThreadState``, and replays no agent code. A deploy that changes an agent, its
 policies or the engine can then never make a waiting thread's replay diverge
-(``docs/operations.md``). Raise it only where every deploy pins running threads to
-their build with Temporal's Worker Versioning."""
+(``docs/operations.md``). Under Worker Versioning (``AGUI_WORKER_DEPLOYMENT``), which
+pins a thread to its build, the bound does not apply."""
 
 
 class Settings(BaseSettings):
@@ -89,8 +112,18 @@ class Settings(BaseSettings):
     while no run is in progress, where Temporal refuses the gateway's long poll of the
     thread's history (otherwise the history says when to read)."""
     continue_as_new_after_runs: int = CONTINUE_AS_NEW_AFTER_RUNS
-    """Runs a thread's workflow run serves before it continues as new (set at a thread's
-    first run and kept for its life)."""
+    """Runs a thread's workflow run serves on unversioned workers before it continues as
+    new (set at a thread's first run and kept for its life)."""
+    worker_deployment: str | None = None
+    """Worker: the Temporal Worker Deployment its workers belong to, which turns on Worker
+    Versioning: each thread is pinned to the build (``worker_build_id``) that started
+    its workflow run, and continues as new only to move to a newer build or when
+    Temporal suggests it, not after every run (``docs/operations.md``, "Deploying with
+    Worker Versioning"). Unset, threads continue as new after every run
+    (``continue_as_new_after_runs``)."""
+    worker_build_id: str | None = None
+    """Worker: this build's id within ``worker_deployment`` (required with it): one per
+    release of the worker's code, such as its image tag or commit."""
     healthz_timeout_seconds: float = 2.0
     worker_shutdown_seconds: float = 30.0
     """How long a stopping worker lets running activities finish before cancelling them."""
@@ -199,6 +232,14 @@ class Settings(BaseSettings):
         return codec.data_converter(
             codec.PayloadKeys.parse(keys.get_secret_value()) if keys else None
         )
+
+    @model_validator(mode="after")
+    def _build_with_deployment(self) -> Settings:
+        """One without the other would run a worker unversioned that was meant to be
+        pinned, or the reverse: refused at start."""
+        if (self.worker_deployment is None) != (self.worker_build_id is None):
+            raise ValueError("AGUI_WORKER_DEPLOYMENT and AGUI_WORKER_BUILD_ID go together")
+        return self
 
     @field_validator("allowed_hosts", "cors_origins", "codec_origins", mode="before")
     @classmethod

@@ -21,6 +21,10 @@ from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
     ListSearchAttributesRequest,
 )
+from temporalio.api.workflowservice.v1 import (
+    DescribeWorkerDeploymentRequest,
+    SetWorkerDeploymentCurrentVersionRequest,
+)
 from temporalio.client import (
     Client,
     Schedule,
@@ -33,9 +37,9 @@ from temporalio.client import (
     ScheduleUpdate,
     ScheduleUpdateInput,
 )
-from temporalio.common import SearchAttributeKey
+from temporalio.common import SearchAttributeKey, VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Replayer, Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 import logs
@@ -138,6 +142,51 @@ async def ensure_retention_schedule(client: Client, settings: Settings) -> None:
     )
 
 
+async def promote_first_build(client: Client, settings: Settings, timeout: float = 30) -> None:
+    """Make this worker's build the current one of its Worker Deployment if the deployment
+    has none yet: its first deploy then needs no step of its own. A later build becomes
+    current only when the deploy says so (``docs/operations.md``).
+
+    Temporal knows a build once one of its workers has polled, so this retries until
+    ``timeout`` seconds have passed.
+    """
+    deployment, build_id = settings.worker_deployment, settings.worker_build_id
+    assert deployment is not None and build_id is not None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            described = await client.workflow_service.describe_worker_deployment(
+                DescribeWorkerDeploymentRequest(
+                    namespace=client.namespace, deployment_name=deployment
+                )
+            )
+            current = described.worker_deployment_info.routing_config.current_deployment_version
+            if current.build_id:
+                log.info("worker deployment %r: build %r is current", deployment, current.build_id)
+                return
+            await client.workflow_service.set_worker_deployment_current_version(
+                SetWorkerDeploymentCurrentVersionRequest(
+                    namespace=client.namespace,
+                    deployment_name=deployment,
+                    build_id=build_id,
+                    conflict_token=described.conflict_token,
+                    identity=client.identity,
+                )
+            )
+            log.info("worker deployment %r: made its first build %r current", deployment, build_id)
+            return
+        except RPCError as err:
+            # Not polled yet (NOT_FOUND, FAILED_PRECONDITION), or another worker of the
+            # deployment changed it first (the conflict token): look again.
+            if loop.time() > deadline or err.status not in _NOT_YET:
+                raise
+        await asyncio.sleep(0.2)
+
+
+_NOT_YET = (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION, RPCStatusCode.ABORTED)
+
+
 def activities(settings: Settings, agents: Iterable[AgentDefinition]) -> list[Callable[..., Any]]:
     """The activities of ``agents`` and the engine's own, with the endpoints ``settings``
     configure."""
@@ -208,9 +257,25 @@ def build_worker(client: Client, settings: Settings, agents: Iterable[AgentDefin
         sticky_queue_schedule_to_start_timeout=timedelta(
             seconds=settings.worker_sticky_queue_seconds
         ),
+        deployment_config=deployment_config(settings),
     )
     served.serve(settings.task_queue, agents)
     return worker
+
+
+def deployment_config(settings: Settings) -> WorkerDeploymentConfig | None:
+    """With ``AGUI_WORKER_DEPLOYMENT``, the worker's build in that Worker Deployment.
+
+    Every workflow is pinned to its build, and moves to the current one by continuing as
+    new (``workflows/versioning.py``).
+    """
+    if settings.worker_deployment is None or settings.worker_build_id is None:
+        return None
+    return WorkerDeploymentConfig(
+        version=WorkerDeploymentVersion(settings.worker_deployment, settings.worker_build_id),
+        use_worker_versioning=True,
+        default_versioning_behavior=VersioningBehavior.PINNED,
+    )
 
 
 REPLAY_BUILD_ID = "agui-replay"
@@ -248,6 +313,8 @@ async def main(agents: Iterable[AgentDefinition] = EXAMPLES) -> None:
         loop.add_signal_handler(signum, stop.set)
     async with worker:
         log.info("worker polling task queue %r", settings.task_queue)
+        if settings.worker_deployment is not None:
+            await promote_first_build(client, settings)
         await stop.wait()
         log.info("shutting down: finishing in-flight tasks")
     log.info("worker stopped")

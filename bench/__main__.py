@@ -1,5 +1,5 @@
-"""``python -m bench [--quick] [--codec on|off] [--only growth|cycles]``: the engine's
-latency, throughput, CPU and history cost.
+"""``python -m bench [--quick] [--codec on|off] [--versioning on|off] [--only growth|cycles]``:
+the engine's latency, throughput, CPU and history cost.
 
 Starts its own in-memory Temporal dev server, the engine's worker, the gateway on a
 loopback port and a worker for the bench's own workflows; measures the raw update floor,
@@ -102,11 +102,11 @@ QUICK = Counts(
 )
 
 
-async def bench(counts: Counts, payload_keys: SecretStr | None) -> Results:
+async def bench(counts: Counts, payload_keys: SecretStr | None, versioned: bool) -> Results:
     """Run every measurement on one freshly started stack, encrypting payloads with
-    ``payload_keys`` when given."""
+    ``payload_keys`` when given, its worker ``versioned`` or not (``running_stack``)."""
     with ChatServer().serving() as model_server:
-        return await _bench(counts, model_server, payload_keys)
+        return await _bench(counts, model_server, payload_keys, versioned)
 
 
 @dataclass(frozen=True)
@@ -155,10 +155,10 @@ def _http(stack: Stack) -> httpx.AsyncClient:
 
 
 async def _bench(
-    counts: Counts, model_server: ChatServer, payload_keys: SecretStr | None
+    counts: Counts, model_server: ChatServer, payload_keys: SecretStr | None, versioned: bool
 ) -> Results:
     async with (
-        running_stack((*EXAMPLES, token_agent(model_server)), payload_keys) as stack,
+        running_stack((*EXAMPLES, token_agent(model_server)), payload_keys, versioned) as stack,
         _http(stack) as http,
     ):
         await measure_runs(http, counts.warmup_runs, 1, counts.runs_per_thread)
@@ -202,10 +202,10 @@ async def _tokens(
     }
 
 
-async def growth_only(counts: Counts, payload_keys: SecretStr | None) -> Growth:
+async def growth_only(counts: Counts, payload_keys: SecretStr | None, versioned: bool) -> Growth:
     """One conversation's growth on a freshly started stack, nothing else."""
     async with (
-        running_stack(EXAMPLES, payload_keys) as stack,
+        running_stack(EXAMPLES, payload_keys, versioned) as stack,
         httpx.AsyncClient(base_url=stack.base_url, headers=stack.headers, timeout=30) as http,
     ):
         await measure_runs(http, counts.warmup_runs, 1, counts.runs_per_thread)
@@ -213,12 +213,12 @@ async def growth_only(counts: Counts, payload_keys: SecretStr | None) -> Growth:
 
 
 async def cycles_only(
-    counts: Counts, payload_keys: SecretStr | None
+    counts: Counts, payload_keys: SecretStr | None, versioned: bool
 ) -> tuple[dict[int, Cycles], CpuSplit]:
     """Interrupt cycles on fresh threads at c=16 and c=1, in alternating rounds, on a
     freshly started stack, nothing else; and the stack's CPU per second when idle."""
     async with (
-        running_stack(EXAMPLES, payload_keys) as stack,
+        running_stack(EXAMPLES, payload_keys, versioned) as stack,
         _http(stack) as http,
     ):
         await measure_cycles(http, WARMUP_CYCLES, WARMUP_CYCLES, stack)
@@ -241,6 +241,14 @@ async def main() -> None:
         "AGUI_PAYLOAD_KEYS says",
     )
     parser.add_argument(
+        "--versioning",
+        choices=["on", "off"],
+        default="off",
+        help="run the engine's worker as a build of a Worker Deployment (on), whose "
+        "threads continue as new only to move to a new build, or unversioned (off, the "
+        "default), whose threads continue as new after every run",
+    )
+    parser.add_argument(
         "--only",
         choices=["growth", "cycles"],
         help="run one measurement alone: the conversation growth, or the interrupt cycles "
@@ -248,14 +256,15 @@ async def main() -> None:
     )
     args = parser.parse_args()
     counts = QUICK if args.quick else FULL
+    versioned = args.versioning == "on"
     async with asyncio.timeout(DEADLINE_SECONDS):
         if args.only == "growth":
-            table = render_growth(await growth_only(counts, _payload_keys(args.codec)))
+            table = render_growth(await growth_only(counts, _payload_keys(args.codec), versioned))
         elif args.only == "cycles":
-            cycles, idle = await cycles_only(counts, _payload_keys(args.codec))
+            cycles, idle = await cycles_only(counts, _payload_keys(args.codec), versioned)
             table = render_cpu(cycles, idle=idle)
         else:
-            table = render(await bench(counts, _payload_keys(args.codec)))
+            table = render(await bench(counts, _payload_keys(args.codec), versioned))
     print(table, flush=True)
 
 

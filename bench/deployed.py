@@ -30,7 +30,7 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 
 from bench.stack import TEMPORAL_CLI
-from settings import EMBEDDED_SQLITE_PRAGMAS, Settings
+from settings import Settings, embedded_server_flags
 from workflows import search_attributes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,7 +110,7 @@ async def deployed(directory: Path, streams_per_principal: int) -> AsyncIterator
         "start-dev",
         "--db-filename",
         str(database),
-        *(arg for pragma in EMBEDDED_SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma)),
+        *embedded_server_flags(),
         "--ip",
         "127.0.0.1",
         "--port",

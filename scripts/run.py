@@ -38,7 +38,7 @@ from gateway.tokens import (
     dev_session_secret,
     mint,
 )
-from settings import EMBEDDED_SQLITE_PRAGMAS, Settings
+from settings import Settings, embedded_server_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / ".data"
@@ -282,7 +282,7 @@ def temporal_argv(settings: Settings, codec_endpoint: str) -> list[str]:
         "start-dev",
         "--db-filename",
         str(DATA / "temporal.sqlite"),
-        *(arg for pragma in EMBEDDED_SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma)),
+        *embedded_server_flags(),
         "--port",
         str(settings.temporal_port),
         "--ui-port",

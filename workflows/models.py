@@ -285,8 +285,9 @@ class ThreadStart(Model):
     owner: str
     """The principal starting the thread (see ``ThreadState.owner``)."""
     continue_as_new_after_runs: int
-    """Runs one workflow run serves before the thread continues as new (the gateway
-    sets it from ``AGUI_CONTINUE_AS_NEW_AFTER_RUNS`` at the thread's first run)."""
+    """Runs one workflow run serves on an unversioned worker before the thread continues
+    as new (the gateway sets it from ``AGUI_CONTINUE_AS_NEW_AFTER_RUNS`` at the thread's
+    first run)."""
     state: ThreadState | None = None
     """Carried state when the thread continues as new; ``None`` for a new thread."""
 

@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
     import workflows.served as served
-    from workflows import budgets
+    from workflows import budgets, versioning
     from workflows.errors import ErrorCode
     from workflows.failures import failure
     from workflows.model_streams import ModelStreams
@@ -67,6 +67,8 @@ class SubagentWorkflow:
 
     Signals:
         subagent_answers(SubagentAnswers): the answers to its questions.
+        upgrade(): continue as new on the deployment's current build if waiting for
+            answers (``workflows/versioning.py``).
         model_stream(ModelDelta): its model activity's output so far.
     """
 
@@ -80,6 +82,7 @@ class SubagentWorkflow:
             messages=[UserMessage(id=f"{start.subagent_run_id}-task", content=start.task)],
         )
         self._answers: dict[int, SubagentAnswers] = {}
+        self._upgrade = False
         self._streams = ModelStreams()
         self._report = self._new_report(start.round, seq=0)
         """What the round did since its last report."""
@@ -105,7 +108,13 @@ class SubagentWorkflow:
                 work = agent.run(turn)
             else:
                 self._show(f"waiting for the answers to {len(self._asked())} question(s)")
-                await workflow.wait_condition(lambda: round_ in self._answers)  # noqa: B023
+                await workflow.wait_condition(
+                    lambda: round_ in self._answers or self._upgrade  # noqa: B023
+                )
+                if round_ not in self._answers:
+                    workflow.continue_as_new(
+                        self._start, initial_versioning_behavior=versioning.next_run_behavior()
+                    )
                 self._show("working")
                 work = agent.resume(turn, self._answers.pop(round_).answers)
             try:
@@ -131,13 +140,19 @@ class SubagentWorkflow:
                     raise asyncio.CancelledError
                 self._show(f"waiting for the answers to {len(self._asked())} question(s)")
                 workflow.continue_as_new(
-                    self._start.model_copy(update={"round": round_, "state": self._thread})
+                    self._start.model_copy(update={"round": round_, "state": self._thread}),
+                    initial_versioning_behavior=versioning.next_run_behavior(),
                 )
 
     @workflow.signal(name=SUBAGENT_ANSWERS)
     def subagent_answers(self, answers: SubagentAnswers) -> None:
         """The answers to the questions of the round before ``answers.round``."""
         self._answers[answers.round] = answers
+
+    @workflow.signal(name=versioning.UPGRADE_SIGNAL)
+    def upgrade(self) -> None:
+        """Continue as new on the deployment's current build if waiting for answers."""
+        self._upgrade = True
 
     @workflow.signal(name=STREAM_SIGNAL)
     def model_stream(self, delta: ModelDelta) -> None:

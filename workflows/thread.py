@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     # ``from workflows import served`` would import an empty copy into it.
     import workflows.served as served
     from activities.identity import caller_identity
-    from workflows import audit, budgets, metrics, visibility
+    from workflows import audit, budgets, metrics, versioning, visibility
     from workflows.admission import check_run
     from workflows.approvers import OWNER_DECIDES, ApproversView, Ballot, count, with_view
     from workflows.deadlines import Deadlines
@@ -107,10 +107,14 @@ class ThreadWorkflow:
 
     The workflow lives as long as the thread. Each AG-UI run is one update, in which the
     agent's ``run`` (new input) or ``resume`` (all answers in) works until it returns.
-    Between runs the thread is data only, open interrupts included, so after
-    ``start.continue_as_new_after_runs`` runs (by default every run, or when Temporal
-    suggests it) it continues as new with that data, its deadlines unchanged: a waiting
-    thread's history then replays no agent code, whatever a deploy changed.
+    Between runs the thread is data only, open interrupts included, so it can continue as
+    new with that data, its deadlines unchanged. On an unversioned worker it does so after
+    ``start.continue_as_new_after_runs`` runs (by default every run): a waiting thread's
+    history then replays no agent code, whatever a deploy changed. Under Worker Versioning
+    its workflow run is pinned to its build, which replays it whatever a deploy changed, so
+    it continues as new only to move to the deployment's new current build, at its first
+    rest after the build changed or after an ``upgrade`` signal. Either way it also does
+    when Temporal suggests it.
 
     Update:
         run_agent(RunRequest) -> RunReply: executes one run to its terminal event and
@@ -127,6 +131,8 @@ class ThreadWorkflow:
         model_stream(ModelDelta): a model activity's output so far.
         subagent_report(SubagentReport): what a sub-agent run did
             (``workflows/subagent.py``).
+        upgrade(): continue as new at the next rest, on the deployment's current build
+            (what a deploy sends threads pinned to an older build).
     Queries:
         events(EventsQuery) -> EventPage: a run's events after an offset, which the
             gateway streams while the update is in flight.
@@ -156,6 +162,10 @@ class ThreadWorkflow:
         self._runs_here = 0
         """Runs this workflow run has opened, for the continue-as-new bound."""
         self._continue_after = start.continue_as_new_after_runs
+        self._upgrade = False
+        """An ``upgrade`` signal came: continue as new at the next rest."""
+        self._cleared = False
+        """The search attributes were cleared for a continue-as-new (``_close_run``)."""
         self._published: list[Interrupt] = self._thread.open_interrupts
         """The open interrupts as last written to the memo (a continue-as-new hands the
         new workflow run the memo of the one before)."""
@@ -198,6 +208,9 @@ class ThreadWorkflow:
             # Cancelled (``temporal workflow cancel``): its sub-agents go with it.
             await self._delegation.cancel_all()
             raise
+        if not self._cleared:
+            # Not foreseen when the last run ended (``_close_run``).
+            workflow.upsert_search_attributes(visibility.cleared())
         waiting_on = self._thread.open_interrupts
         workflow.continue_as_new(
             ThreadStart(
@@ -209,13 +222,16 @@ class ThreadWorkflow:
             ),
             memo=visibility.memo(waiting_on, self._thread.owner, self._asked_at()),
             search_attributes=TypedSearchAttributes(self._search_attributes()),
+            initial_versioning_behavior=versioning.next_run_behavior(),
         )
 
     def _should_continue_as_new(self) -> bool:
-        return (
-            self._runs_here >= self._continue_after
-            or workflow.info().is_continue_as_new_suggested()
-        )
+        info = workflow.info()
+        if self._upgrade or info.is_continue_as_new_suggested():
+            return True
+        if versioning.versioned():
+            return info.is_target_worker_deployment_version_changed()
+        return self._runs_here >= self._continue_after
 
     def _between_runs(self) -> bool:
         """No run in progress or waiting its turn: the thread is all in ``self._thread``."""
@@ -279,6 +295,11 @@ class ThreadWorkflow:
     def subagent_report(self, report: SubagentReport) -> None:
         """A sub-agent run's report, for the turn that waits on it (``Delegation``)."""
         self._delegation.receive(report)
+
+    @workflow.signal(name=versioning.UPGRADE_SIGNAL)
+    def upgrade(self) -> None:
+        """Continue as new at the next rest, on the deployment's current build."""
+        self._upgrade = True
 
     @workflow.query
     def events(self, query: EventsQuery) -> EventPage:
@@ -1009,6 +1030,7 @@ class ThreadWorkflow:
             # continue-as-new; this one's are cleared, so operators' queries find only
             # the live run of each thread.
             workflow.upsert_search_attributes(visibility.cleared())
+            self._cleared = True
             workflow.set_current_details(self._current_details())
         else:
             self._publish_status()
@@ -1060,6 +1082,7 @@ class ThreadWorkflow:
         """
         settled = self._run is None
         workflow.upsert_search_attributes(visibility.updates(self._search_attributes(), settled))
+        self._cleared = False
         waiting_on = self._thread.open_interrupts
         if settled and waiting_on != self._published:
             workflow.upsert_memo(visibility.memo(waiting_on, self._thread.owner, self._asked_at()))

@@ -1,0 +1,174 @@
+"""Worker Versioning (``AGUI_WORKER_DEPLOYMENT``): a thread is pinned to its build and
+keeps its runs in one workflow run; a deploy moves it to the new current build, by its
+next run or by the ``upgrade`` signal the deploy sends, and never replays its old runs
+under the new code.
+
+The deploy is the one ``docs/operations.md`` describes, with the ``temporal`` CLI: start
+the new build's workers beside the old ones, make the new build current, signal the
+threads pinned to the old build, stop the old workers once none is left.
+
+Both builds run in this process, which has one agent registry per task queue
+(``workflows/served.py``): once the new build's worker starts, the old build's too sees
+the changed agent. So the threads here run no agent code between the new build's start
+and their move to it; what the old build still does for them, continuing as new, is the
+engine's own code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from temporalio.api.enums.v1 import VersioningBehavior
+from temporalio.client import Client
+
+from gateway.streaming import thread_handle
+from settings import Settings
+from tests.helpers import (
+    TEMPORAL_CLI,
+    TEST_SECRET,
+    eventually,
+    gateway_client,
+    post_run,
+    run_input,
+    serve_gateway,
+)
+from tests.test_deploys import approve, failed_workflow_tasks, support
+from worker import build_worker, promote_first_build
+from workflows.errors import ErrorCode
+
+
+async def temporal_cli(client: Client, *args: str) -> tuple[int, str]:
+    """Run the ``temporal`` CLI against ``client``'s server: its exit code and output."""
+    process = await asyncio.create_subprocess_exec(
+        str(TEMPORAL_CLI),
+        *args,
+        "--address",
+        client.service_client.config.target_host,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    output, _ = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, output.decode()
+
+
+async def pinned_to(client: Client, thread_id: str) -> tuple[str | None, str]:
+    """The build the thread's live workflow run is pinned to (``None`` while it is not
+    pinned: a new run is, once its first workflow task completes), and that run's id."""
+    described = await thread_handle(client, thread_id).describe()
+    versioning = described.raw_description.workflow_execution_info.versioning_info
+    pinned = versioning.behavior == VersioningBehavior.VERSIONING_BEHAVIOR_PINNED
+    return versioning.deployment_version.build_id if pinned else None, described.run_id or ""
+
+
+async def test_a_deploy_moves_pinned_threads_to_the_new_build_without_replaying_their_runs(
+    client: Client,
+) -> None:
+    deployment = f"agui-{uuid.uuid4().hex[:8]}"
+    old = Settings(
+        task_queue=f"tq-{uuid.uuid4()}",
+        auth_hs256_secret=TEST_SECRET,
+        worker_deployment=deployment,
+        worker_build_id="b1",
+    )
+    new = old.model_copy(update={"worker_build_id": "b2"})
+    gateway = serve_gateway(old, client, [support(threshold=100)])
+    async with gateway as url, gateway_client(url) as http:
+        old_worker = build_worker(client, old, [support(threshold=100)])
+        serving = asyncio.create_task(old_worker.run())
+        try:
+            await promote_first_build(client, old)
+
+            async def ask(amount: str) -> tuple[str, dict[str, object]]:
+                thread_id = f"thread-{uuid.uuid4()}"
+                body = run_input(thread_id, "r1", f"refund {amount} on B42")
+                events = await post_run(http, "deploys", body)
+                [approval] = events[-1]["outcome"]["interrupts"]
+                return thread_id, approval
+
+            # Under the old rule (over 100) all three wait; under the new (over 300)
+            # only the 500 would.
+            moot, moot_approval = await ask("250")
+            still, still_approval = await ask("500")
+            busy, busy_approval = await ask("400")
+            first = await pinned_to(client, busy)
+            assert first[0] == "b1"
+            done = await post_run(http, "deploys", approve(busy, busy_approval))
+            assert done[-1]["outcome"] == {"type": "success"}
+            # Both runs in one workflow run: its history holds the old agent's turns.
+            assert await pinned_to(client, busy) == first
+
+            async with build_worker(client, new, [support(threshold=300)]):
+
+                async def made_current() -> bool:
+                    code, _ = await temporal_cli(
+                        client,
+                        "worker",
+                        "deployment",
+                        "set-current-version",
+                        "--deployment-name",
+                        deployment,
+                        "--build-id",
+                        "b2",
+                        "--yes",
+                    )
+                    return code == 0  # not until b2's worker has polled
+
+                await eventually(made_current, timeout=30, what="b2 to become current")
+
+                # A thread's own next run moves it: at its end it continues as new on b2.
+                # (20 needs no approval under either rule.)
+                body = run_input(busy, "r3", "refund 400 on B42", "refund 20 on C7")
+                body["messages"] = [
+                    *(await http.get(f"/threads/{busy}")).json()["messages"],
+                    body["messages"][1],
+                ]
+                again = await post_run(http, "deploys", body)
+                assert again[-1]["outcome"] == {"type": "success"}
+
+                async def moved(thread_id: str) -> bool:
+                    return (await pinned_to(client, thread_id))[0] == "b2"
+
+                await eventually(lambda: moved(busy), what="the thread's run to move it")
+                # Resting threads move when the deploy signals them.
+                for thread_id in (moot, still):
+                    assert (await pinned_to(client, thread_id))[0] == "b1"
+                code, output = await temporal_cli(
+                    client,
+                    "workflow",
+                    "signal",
+                    "--name",
+                    "upgrade",
+                    "--query",
+                    f'TemporalWorkerDeploymentVersion="{deployment}:b1"'
+                    ' AND ExecutionStatus="Running"',
+                    "--reason",
+                    "deploy b2",
+                    "--yes",
+                )
+                assert code == 0, output
+                for thread_id in (moot, still):
+                    await eventually(lambda t=thread_id: moved(t), what="the signal to move it")
+                await old_worker.shutdown()
+
+                # Only b2 serves now, with the new rule.
+                failed = await post_run(http, "deploys", approve(moot, moot_approval))
+                assert failed[-1]["code"] == ErrorCode.AGENT_FAILED
+                assert "changed while it was paused" in failed[-1]["message"]
+                resumed = await post_run(http, "deploys", approve(still, still_approval))
+                assert resumed[-1]["outcome"] == {"type": "success"}
+                body = run_input(busy, "r4", "refund 250 on D1")
+                body["messages"] = [
+                    *(await http.get(f"/threads/{busy}")).json()["messages"],
+                    body["messages"][0],
+                ]
+                # 250 needs no approval under b2's rule.
+                unasked = await post_run(http, "deploys", body)
+                assert unasked[-1]["outcome"] == {"type": "success"}
+                for thread_id in (moot, still, busy):
+                    assert (await pinned_to(client, thread_id))[0] == "b2"
+                    assert await failed_workflow_tasks(client, thread_id) == 0
+        finally:
+            if not serving.done():
+                await old_worker.shutdown()
