@@ -3,6 +3,8 @@ keeps its runs in one workflow run; a deploy moves it to the new current build, 
 next run or by the ``upgrade`` signal the deploy sends, and never replays its old runs
 under the new code.
 
+A sub-agent run waiting on its question moves the same way.
+
 The deploy is the one ``docs/operations.md`` describes, with the ``temporal`` CLI: start
 the new build's workers beside the old ones, make the new build current, signal the
 threads pinned to the old build, stop the old workers once none is left.
@@ -18,9 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
-from temporalio.api.enums.v1 import VersioningBehavior
-from temporalio.client import Client
+from temporalio.api.enums.v1 import RoutingConfigUpdateState, VersioningBehavior
+from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
+from temporalio.client import Client, WorkflowHandle
 
 from gateway.streaming import thread_handle
 from settings import Settings
@@ -34,6 +38,7 @@ from tests.helpers import (
     serve_gateway,
 )
 from tests.test_deploys import approve, failed_workflow_tasks, support
+from tests.test_subagents import AGENTS, interrupts_of, resolve, results, resume
 from worker import build_worker, promote_first_build
 from workflows.errors import ErrorCode
 
@@ -56,23 +61,82 @@ async def temporal_cli(client: Client, *args: str) -> tuple[int, str]:
 async def pinned_to(client: Client, thread_id: str) -> tuple[str | None, str]:
     """The build the thread's live workflow run is pinned to (``None`` while it is not
     pinned: a new run is, once its first workflow task completes), and that run's id."""
-    described = await thread_handle(client, thread_id).describe()
+    return await run_pinned_to(thread_handle(client, thread_id))
+
+
+async def run_pinned_to(handle: WorkflowHandle[Any, Any]) -> tuple[str | None, str]:
+    """:func:`pinned_to` for any workflow."""
+    described = await handle.describe()
     versioning = described.raw_description.workflow_execution_info.versioning_info
     pinned = versioning.behavior == VersioningBehavior.VERSIONING_BEHAVIOR_PINNED
     return versioning.deployment_version.build_id if pinned else None, described.run_id or ""
 
 
-async def test_a_deploy_moves_pinned_threads_to_the_new_build_without_replaying_their_runs(
-    client: Client,
-) -> None:
-    deployment = f"agui-{uuid.uuid4().hex[:8]}"
+async def make_current(client: Client, deployment: str, build_id: str) -> None:
+    """Step 2 of the deploy: make ``build_id`` current, retrying until its worker has
+    polled."""
+
+    async def made_current() -> bool:
+        code, _ = await temporal_cli(
+            client,
+            "worker",
+            "deployment",
+            "set-current-version",
+            "--deployment-name",
+            deployment,
+            "--build-id",
+            build_id,
+            "--yes",
+        )
+        return code == 0
+
+    await eventually(made_current, timeout=30, what=f"{build_id} to become current")
+
+    async def propagated() -> bool:
+        described = await client.workflow_service.describe_worker_deployment(
+            DescribeWorkerDeploymentRequest(namespace=client.namespace, deployment_name=deployment)
+        )
+        state = described.worker_deployment_info.routing_config_update_state
+        return state == RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
+
+    await eventually(propagated, what="the new routing to reach the task queues")
+
+
+async def signal_upgrade(client: Client, deployment: str, build_id: str) -> None:
+    """Step 3 of the deploy: signal every workflow pinned to ``build_id`` to move."""
+    code, output = await temporal_cli(
+        client,
+        "workflow",
+        "signal",
+        "--name",
+        "upgrade",
+        "--query",
+        f'TemporalWorkerDeploymentVersion="{deployment}:{build_id}" AND ExecutionStatus="Running"',
+        "--reason",
+        "deploy",
+        "--yes",
+    )
+    assert code == 0, output
+
+
+def builds(**fields: Any) -> tuple[Settings, Settings]:
+    """The settings of a deployment's builds ``b1`` and ``b2``, on a fresh task queue."""
     old = Settings(
         task_queue=f"tq-{uuid.uuid4()}",
         auth_hs256_secret=TEST_SECRET,
-        worker_deployment=deployment,
+        worker_deployment=f"agui-{uuid.uuid4().hex[:8]}",
         worker_build_id="b1",
+        **fields,
     )
-    new = old.model_copy(update={"worker_build_id": "b2"})
+    return old, old.model_copy(update={"worker_build_id": "b2"})
+
+
+async def test_a_deploy_moves_pinned_threads_to_the_new_build_without_replaying_their_runs(
+    client: Client,
+) -> None:
+    old, new = builds()
+    deployment = old.worker_deployment
+    assert deployment is not None
     gateway = serve_gateway(old, client, [support(threshold=100)])
     async with gateway as url, gateway_client(url) as http:
         old_worker = build_worker(client, old, [support(threshold=100)])
@@ -100,22 +164,7 @@ async def test_a_deploy_moves_pinned_threads_to_the_new_build_without_replaying_
             assert await pinned_to(client, busy) == first
 
             async with build_worker(client, new, [support(threshold=300)]):
-
-                async def made_current() -> bool:
-                    code, _ = await temporal_cli(
-                        client,
-                        "worker",
-                        "deployment",
-                        "set-current-version",
-                        "--deployment-name",
-                        deployment,
-                        "--build-id",
-                        "b2",
-                        "--yes",
-                    )
-                    return code == 0  # not until b2's worker has polled
-
-                await eventually(made_current, timeout=30, what="b2 to become current")
+                await make_current(client, deployment, "b2")
 
                 # A thread's own next run moves it: at its end it continues as new on b2.
                 # (20 needs no approval under either rule.)
@@ -134,20 +183,7 @@ async def test_a_deploy_moves_pinned_threads_to_the_new_build_without_replaying_
                 # Resting threads move when the deploy signals them.
                 for thread_id in (moot, still):
                     assert (await pinned_to(client, thread_id))[0] == "b1"
-                code, output = await temporal_cli(
-                    client,
-                    "workflow",
-                    "signal",
-                    "--name",
-                    "upgrade",
-                    "--query",
-                    f'TemporalWorkerDeploymentVersion="{deployment}:b1"'
-                    ' AND ExecutionStatus="Running"',
-                    "--reason",
-                    "deploy b2",
-                    "--yes",
-                )
-                assert code == 0, output
+                await signal_upgrade(client, deployment, "b1")
                 for thread_id in (moot, still):
                     await eventually(lambda t=thread_id: moved(t), what="the signal to move it")
                 await old_worker.shutdown()
@@ -169,6 +205,40 @@ async def test_a_deploy_moves_pinned_threads_to_the_new_build_without_replaying_
                 for thread_id in (moot, still, busy):
                     assert (await pinned_to(client, thread_id))[0] == "b2"
                     assert await failed_workflow_tasks(client, thread_id) == 0
+        finally:
+            if not serving.done():
+                await old_worker.shutdown()
+
+
+async def test_a_sub_agent_waiting_on_its_question_moves_with_the_deploy(client: Client) -> None:
+    old, new = builds()
+    deployment = old.worker_deployment
+    assert deployment is not None
+    async with serve_gateway(old, client, AGENTS) as url, gateway_client(url) as http:
+        old_worker = build_worker(client, old, AGENTS)
+        serving = asyncio.create_task(old_worker.run())
+        try:
+            await promote_first_build(client, old)
+            thread_id = f"thread-{uuid.uuid4()}"
+            events = await post_run(http, "shop", run_input(thread_id, "r1", "card: charge 20"))
+            [asked] = interrupts_of(events)
+            child = client.get_workflow_handle(asked["subagentRunId"])
+
+            async def on(handle: WorkflowHandle[Any, Any], build_id: str) -> bool:
+                return (await run_pinned_to(handle))[0] == build_id
+
+            # The sub-agent run continued as new to wait for its answer.
+            await eventually(lambda: on(child, "b1"), what="the sub-agent run to wait on b1")
+            async with build_worker(client, new, AGENTS):
+                await make_current(client, deployment, "b2")
+                await signal_upgrade(client, deployment, "b1")
+                for handle in (child, thread_handle(client, thread_id)):
+                    await eventually(lambda h=handle: on(h, "b2"), what="the signal to move it")
+                await old_worker.shutdown()
+
+                done = await post_run(http, "shop", resume(thread_id, "r2", resolve(asked, "visa")))
+                assert list(results(done, asked["subagentRunId"]).values()) == ["20 on visa"]
+                assert await failed_workflow_tasks(client, thread_id) == 0
         finally:
             if not serving.done():
                 await old_worker.shutdown()
