@@ -57,9 +57,10 @@ histories: $(INSTALLED)
 	$(BIN)/python -m tests.record_histories $(ONLY)
 
 # CODEC=on or CODEC=off: payloads encrypted with a fresh key, or not; unset, as
-# AGUI_PAYLOAD_KEYS says (docs/bench.md, "Encryption").
+# AGUI_PAYLOAD_KEYS says (docs/bench.md, "Encryption"). VERSIONING=on: the worker as a
+# build of a Worker Deployment (docs/bench.md, "Worker Versioning").
 bench: $(INSTALLED)
-	$(BIN)/python -m bench $(if $(CODEC),--codec $(CODEC))
+	$(BIN)/python -m bench $(if $(CODEC),--codec $(CODEC)) $(if $(VERSIONING),--versioning $(VERSIONING))
 
 # Many threads waiting on interrupts (docs/bench.md, "Waiting threads"): the worker's
 # memory and the inbox's latency; THREADS=n for another count than 100,000. Long: ~40 min
