@@ -285,14 +285,21 @@ class AcceptedRun:
                     break
                 query = asyncio.ensure_future(
                     self._run.query(
-                        ThreadWorkflow.events, EventsQuery(run_key=self._update.id, after=after)
+                        ThreadWorkflow.events,
+                        EventsQuery(run_key=self._update.id, after=after),
+                        # A workflow run that has closed (continued as new) would be
+                        # replayed whole by a worker to answer: under Worker Versioning,
+                        # a history of hundreds of runs. Its reply has every event anyway.
+                        reject_condition=QueryRejectCondition.NOT_OPEN,
                     )
                 )
                 await asyncio.wait({result, query}, return_when=asyncio.FIRST_COMPLETED)
                 if not query.done():
-                    # The run ended meanwhile and its reply holds every event; a query
-                    # that met the run's continue-as-new waits for a worker to replay it.
+                    # The run ended meanwhile and its reply holds every event.
                     _unread(query)
+                    continue
+                if isinstance(query.exception(), WorkflowQueryRejectedError):
+                    await asyncio.wait({result})
                     continue
                 page = query.result()
                 self._pace.read(bool(page.events))
