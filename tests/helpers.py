@@ -113,6 +113,22 @@ async def start_dev_server(
     return env
 
 
+async def temporal_cli(client: Client, *args: str) -> tuple[int, str, str]:
+    """Run the ``temporal`` CLI against ``client``'s server: its exit code, stdout and
+    stderr."""
+    process = await asyncio.create_subprocess_exec(
+        str(TEMPORAL_CLI),
+        *args,
+        "--address",
+        client.service_client.config.target_host,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
 def new_thread() -> str:
     """A thread id no other test uses."""
     return f"thread-{uuid.uuid4()}"

@@ -16,7 +16,6 @@ from temporalio.exceptions import ApplicationError
 from gateway.streaming import thread_handle
 from settings import Settings
 from tests.helpers import (
-    TEMPORAL_CLI,
     Stack,
     bearer,
     eventually,
@@ -24,6 +23,7 @@ from tests.helpers import (
     post_run,
     run_input,
     serve_stack,
+    temporal_cli,
 )
 from workflows.models import OperatorResume
 from workflows.thread import ThreadWorkflow
@@ -233,21 +233,16 @@ async def _cli(stack: Stack, *args: str) -> str:
     payload keys set, the server holds only ciphertext)."""
     assert stack.client is not None
     admin = bearer("operator", [Settings.model_fields["auth_admin_group"].default])
-    process = await asyncio.create_subprocess_exec(
-        str(TEMPORAL_CLI),
+    code, out, err = await temporal_cli(
+        stack.client,
         *args,
-        "--address",
-        stack.client.service_client.config.target_host,
         "--codec-endpoint",
         f"{stack.url}/codec",
         "--codec-auth",
         admin["Authorization"],
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    return out.decode()
+    assert code == 0, err
+    return out
 
 
 async def _operator_resume_cli(

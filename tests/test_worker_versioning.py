@@ -29,33 +29,18 @@ from temporalio.client import Client, WorkflowHandle
 from gateway.streaming import thread_handle
 from settings import Settings
 from tests.helpers import (
-    TEMPORAL_CLI,
     TEST_SECRET,
     eventually,
     gateway_client,
     post_run,
     run_input,
     serve_gateway,
+    temporal_cli,
 )
 from tests.test_deploys import approve, failed_workflow_tasks, support
 from tests.test_subagents import AGENTS, interrupts_of, resolve, results, resume
 from worker import build_worker, promote_first_build
 from workflows.errors import ErrorCode
-
-
-async def temporal_cli(client: Client, *args: str) -> tuple[int, str]:
-    """Run the ``temporal`` CLI against ``client``'s server: its exit code and output."""
-    process = await asyncio.create_subprocess_exec(
-        str(TEMPORAL_CLI),
-        *args,
-        "--address",
-        client.service_client.config.target_host,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    output, _ = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, output.decode()
 
 
 async def pinned_to(client: Client, thread_id: str) -> tuple[str | None, str]:
@@ -77,7 +62,7 @@ async def make_current(client: Client, deployment: str, build_id: str) -> None:
     polled."""
 
     async def made_current() -> bool:
-        code, _ = await temporal_cli(
+        code, _, _ = await temporal_cli(
             client,
             "worker",
             "deployment",
@@ -104,7 +89,7 @@ async def make_current(client: Client, deployment: str, build_id: str) -> None:
 
 async def signal_upgrade(client: Client, deployment: str, build_id: str) -> None:
     """Step 3 of the deploy: signal every workflow pinned to ``build_id`` to move."""
-    code, output = await temporal_cli(
+    code, _, err = await temporal_cli(
         client,
         "workflow",
         "signal",
@@ -116,7 +101,7 @@ async def signal_upgrade(client: Client, deployment: str, build_id: str) -> None
         "deploy",
         "--yes",
     )
-    assert code == 0, output
+    assert code == 0, err
 
 
 def builds(**fields: Any) -> tuple[Settings, Settings]:
