@@ -74,8 +74,9 @@ class GatewayErrorCode(StrEnum):
     THREAD_UNAVAILABLE = "THREAD_UNAVAILABLE"
     """The thread's workflow task keeps failing, so nothing can read or run it until a
     worker can process it: most often a payload key (``AGUI_PAYLOAD_KEYS``) the thread
-    was encrypted with is missing; the worker's log names it. Nothing is lost (503,
-    with ``Retry-After``)."""
+    was encrypted with is missing; the worker's log names it. Or no worker serves it:
+    none polls its task queue (or, under Worker Versioning, its build). Nothing is lost
+    (503, with ``Retry-After``)."""
     UNKNOWN_ROUTE = "UNKNOWN_ROUTE"
     """No endpoint at that path (404)."""
     METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
@@ -110,6 +111,10 @@ UNREACHABLE = frozenset(
 REFUSED_INPUT = frozenset({RPCStatusCode.INVALID_ARGUMENT, RPCStatusCode.OUT_OF_RANGE})
 """Statuses of a call Temporal refused for what it carried: for a run, its input's
 size (the gateway sends nothing else a client controls that Temporal limits)."""
+NO_POLLER = "no poller seen for task queue recently"
+"""How Temporal refuses a query that no worker of the thread's task queue (under Worker
+Versioning: of its build) has polled for lately: a ``FAILED_PRECONDITION`` with no
+detail but this message."""
 RUN_ERROR_CODES = frozenset(code.value for code in ErrorCode)
 """The workflow's stable codes: a rejection with any other type (a bug's exception,
 converted by the SDK) is reported as ``INTERNAL``, without its text."""
@@ -247,6 +252,11 @@ _THREAD_UNAVAILABLE = (
     "The thread cannot be served until a worker can process it (the worker's log says "
     "why); try again later",
 )
+_NO_WORKER = (
+    503,
+    GatewayErrorCode.THREAD_UNAVAILABLE,
+    "No worker serves the thread now; try again later",
+)
 _INPUT_TOO_LARGE = (
     413,
     GatewayErrorCode.INPUT_TOO_LARGE,
@@ -265,6 +275,8 @@ def _classified(err: Exception, sent_input: bool) -> tuple[int, GatewayErrorCode
         return _UNAVAILABLE
     if err.status == RPCStatusCode.FAILED_PRECONDITION and _workflow_not_ready(err):
         return _THREAD_UNAVAILABLE
+    if err.status == RPCStatusCode.FAILED_PRECONDITION and NO_POLLER in err.message:
+        return _NO_WORKER
     if err.status == RPCStatusCode.RESOURCE_EXHAUSTED:
         scope = _exhausted_scope(err)
         if scope == ResourceExhaustedScope.RESOURCE_EXHAUSTED_SCOPE_SYSTEM:

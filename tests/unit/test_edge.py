@@ -226,6 +226,16 @@ SYSTEM = ResourceExhaustedScope.RESOURCE_EXHAUSTED_SCOPE_SYSTEM
             "THREAD_UNAVAILABLE",
         ),
         (WorkflowQueryFailedError(SECRET_TEXT), False, 503, "THREAD_UNAVAILABLE"),
+        (
+            RPCError(
+                f"no poller seen for task queue recently, worker may be down; {SECRET_TEXT}",
+                RPCStatusCode.FAILED_PRECONDITION,
+                b"",
+            ),
+            False,
+            503,
+            "THREAD_UNAVAILABLE",
+        ),
         (ValueError(SECRET_TEXT), False, 500, "INTERNAL"),
     ],
     ids=[
@@ -242,6 +252,7 @@ SYSTEM = ResourceExhaustedScope.RESOURCE_EXHAUSTED_SCOPE_SYSTEM
         "failed-precondition",
         "workflow-task-failing",
         "query-failing",
+        "no-worker",
         "a-bug",
     ],
 )
