@@ -266,3 +266,10 @@ class EventLog:
                 events[position] = item.model_copy(update={"event": whole, "state_patch": None})
                 break
         return self._thread.model_copy(update={"runs": kept, "events": events})
+
+    def trim(self, runs: int) -> None:
+        """Keep only what ``carried(runs)`` would carry, in place: a workflow run that
+        serves many runs (pinned to its build, it continues as new only to move) holds
+        no more of them than one that continued as new."""
+        kept = self.carried(runs)
+        self._thread.runs, self._thread.events = kept.runs, kept.events

@@ -99,6 +99,10 @@ IDENTITY_LOOKUP_RETRIES = RetryPolicy(initial_interval=timedelta(seconds=1), max
 RUNS_CARRIED = 10
 """Runs (with their events) a thread carries into a new workflow run, so clients can
 still re-read or reconnect to its recent runs after a continue-as-new."""
+TRIM_AT_RUNS = 2 * RUNS_CARRIED
+"""Runs a workflow run keeps before it drops all but the last ``RUNS_CARRIED``, as a
+continue-as-new would: a thread pinned to its build serves hundreds in one workflow run.
+Trimming only now and then keeps its cost (sizing the runs kept) off most runs."""
 
 
 @workflow.defn
@@ -1034,6 +1038,9 @@ class ThreadWorkflow:
             workflow.set_current_details(self._current_details())
         else:
             self._publish_status()
+        if len(self._thread.runs) >= TRIM_AT_RUNS:
+            self._log.trim(RUNS_CARRIED)
+            self._runs = {run.key: run for run in self._thread.runs}
 
     def add_message(self, message: Message) -> None:
         """Add a message to the conversation unless it is there already (``TurnHost``).

@@ -377,6 +377,23 @@ def test_a_continue_as_new_carries_its_first_state_snapshot_whole() -> None:
     assert snapshots(later.events_of(run)) == [OUTBOXES[0]]
 
 
+def test_a_trimmed_log_keeps_in_place_what_a_continue_as_new_carries() -> None:
+    thread, log = new_log()
+    run_with_states(thread, log, "u1", OUTBOXES[0], OUTBOXES[1])
+    run_with_states(thread, log, "u2", OUTBOXES[2], OUTBOXES[3])
+    third = run_with_states(thread, log, "u3", OUTBOXES[4])
+    carried = log.carried(2)
+
+    log.trim(2)
+
+    assert (thread.runs, thread.events) == (carried.runs, carried.events)
+    assert snapshots(log.page(0)[0]) == OUTBOXES[2:]
+    assert log.next_seq() == 6
+    fourth = run_with_states(thread, log, "u4", OUTBOXES[0])
+    assert snapshots(log.events_of(fourth)) == [OUTBOXES[0]]
+    assert snapshots(log.events_of(third)) == [OUTBOXES[4]]
+
+
 # --- replay ----------------------------------------------------------------------------
 
 
