@@ -227,3 +227,75 @@ async def test_a_sub_agent_waiting_on_its_question_moves_with_the_deploy(client:
         finally:
             if not serving.done():
                 await old_worker.shutdown()
+
+
+async def waiting_thread(http: Any) -> tuple[str, dict[str, object]]:
+    """A new thread of the ``deploys`` agent, waiting on a refund's approval."""
+    thread_id = f"thread-{uuid.uuid4()}"
+    events = await post_run(http, "deploys", run_input(thread_id, "r1", "refund 500 on B42"))
+    [approval] = events[-1]["outcome"]["interrupts"]
+    return thread_id, approval
+
+
+async def test_turning_versioning_on_lets_the_first_build_serve_the_waiting_threads(
+    client: Client,
+) -> None:
+    versioned, _ = builds()
+    unversioned = versioned.model_copy(update={"worker_deployment": None, "worker_build_id": None})
+    agents = [support(threshold=100)]
+    async with serve_gateway(unversioned, client, agents) as url, gateway_client(url) as http:
+        async with build_worker(client, unversioned, agents):
+            thread_id, approval = await waiting_thread(http)
+        assert (await pinned_to(client, thread_id))[0] is None
+
+        async with build_worker(client, versioned, agents):
+            await promote_first_build(client, versioned)
+            done = await post_run(http, "deploys", approve(thread_id, approval))
+            assert done[-1]["outcome"] == {"type": "success"}
+            assert (await pinned_to(client, thread_id))[0] == "b1"
+            assert await failed_workflow_tasks(client, thread_id) == 0
+
+
+async def test_turning_versioning_off_moves_pinned_threads_to_unversioned_workers(
+    client: Client,
+) -> None:
+    versioned, _ = builds()
+    deployment = versioned.worker_deployment
+    assert deployment is not None
+    unversioned = versioned.model_copy(update={"worker_deployment": None, "worker_build_id": None})
+    agents = [support(threshold=100)]
+    async with serve_gateway(unversioned, client, agents) as url, gateway_client(url) as http:
+        old_worker = build_worker(client, versioned, agents)
+        serving = asyncio.create_task(old_worker.run())
+        try:
+            await promote_first_build(client, versioned)
+            thread_id, approval = await waiting_thread(http)
+            pinned = await pinned_to(client, thread_id)
+            assert pinned[0] == "b1"
+            async with build_worker(client, unversioned, agents):
+                code, _, err = await temporal_cli(
+                    client,
+                    "worker",
+                    "deployment",
+                    "set-current-version",
+                    "--deployment-name",
+                    deployment,
+                    "--unversioned",
+                    "--yes",
+                )
+                assert code == 0, err
+                await signal_upgrade(client, deployment, "b1")
+
+                async def moved() -> bool:
+                    build, run_id = await pinned_to(client, thread_id)
+                    return build is None and run_id != pinned[1]
+
+                await eventually(moved, what="the signal to move it off b1")
+                await old_worker.shutdown()
+
+                done = await post_run(http, "deploys", approve(thread_id, approval))
+                assert done[-1]["outcome"] == {"type": "success"}
+                assert await failed_workflow_tasks(client, thread_id) == 0
+        finally:
+            if not serving.done():
+                await old_worker.shutdown()
