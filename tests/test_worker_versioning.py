@@ -3,7 +3,8 @@ keeps its runs in one workflow run; a deploy moves it to the new current build, 
 next run or by the ``upgrade`` signal the deploy sends, and never replays its old runs
 under the new code.
 
-A sub-agent run waiting on its question moves the same way.
+A sub-agent run waiting on its question moves the same way, and so do the waiting threads
+of an engine that turns Worker Versioning on, or off again.
 
 The deploy is the one ``docs/operations.md`` describes, with the ``temporal`` CLI: start
 the new build's workers beside the old ones, make the new build current, signal the
