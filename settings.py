@@ -107,6 +107,12 @@ class Settings(BaseSettings):
     """How often the gateway reads a stream's new events while they flow; once a read
     brings none, it reads again when the thread's workflow has completed a workflow task,
     which a long poll of its history reports (``gateway/streaming.py``)."""
+    accept_seconds: float = Field(default=30.0, gt=0)
+    """How long the gateway waits for a thread's workflow to take a run or a decision (a
+    worker to accept the update) before it answers 503 ``THREAD_UNAVAILABLE``: when no
+    worker serves the thread (none runs, or under Worker Versioning none of its build),
+    a client is told so instead of waiting for ever. Temporal keeps the request; sent
+    again, the same run finds it, taken or not."""
     follow_poll_seconds: float = Field(default=1.0, gt=0)
     """How often a stream following a thread (``GET /threads/{id}/events``) reads it
     while no run is in progress, where Temporal refuses the gateway's long poll of the

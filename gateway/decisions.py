@@ -13,15 +13,23 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, ValidationError
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
 from temporalio.service import RPCError, RPCStatusCode
 
 from gateway.auth import Principal
-from gateway.deps import AUTHENTICATED, ClientDep, InterruptIdPath, PrincipalDep, ThreadIdPath
+from gateway.deps import (
+    AUTHENTICATED,
+    ClientDep,
+    InterruptIdPath,
+    PrincipalDep,
+    SettingsDep,
+    ThreadIdPath,
+)
 from gateway.errors import (
     TEMPORAL_ERRORS,
     ApiError,
     GatewayErrorCode,
+    accepted,
     decision_rejection,
     temporal_error,
     unknown_thread,
@@ -83,6 +91,7 @@ async def decide(
     body: DecisionBodyDep,
     principal: PrincipalDep,
     client: ClientDep,
+    settings: SettingsDep,
 ) -> DecisionResult:
     """Decide an open interrupt as one of its approvers (the thread's owner may always
     cancel their own). Answers once the decision is counted: ``settled`` (with the
@@ -96,7 +105,10 @@ async def decide(
         payload=body.payload,
     )
     try:
-        return await thread_handle(client, thread_id).execute_update(ThreadWorkflow.decide, request)
+        update = thread_handle(client, thread_id).start_update(
+            ThreadWorkflow.decide, request, wait_for_stage=WorkflowUpdateStage.ACCEPTED
+        )
+        return await (await accepted(update, settings.accept_seconds)).result()
     except WorkflowUpdateFailedError as err:
         error = decision_rejection(err)
         _log_rejected(principal, thread_id, interrupt_id, error.code)

@@ -9,10 +9,12 @@ client is told the id.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
+from collections.abc import Awaitable
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from ag_ui.core import RunErrorEvent
 from fastapi import Request
@@ -22,7 +24,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from temporalio.api.enums.v1 import ResourceExhaustedScope
 from temporalio.api.errordetails.v1 import ResourceExhaustedFailure, WorkflowNotReadyFailure
-from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.client import (
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -75,8 +81,9 @@ class GatewayErrorCode(StrEnum):
     """The thread's workflow task keeps failing, so nothing can read or run it until a
     worker can process it: most often a payload key (``AGUI_PAYLOAD_KEYS``) the thread
     was encrypted with is missing; the worker's log names it. Or no worker serves it:
-    none polls its task queue (or, under Worker Versioning, its build). Nothing is lost
-    (503, with ``Retry-After``)."""
+    none polls its task queue (or, under Worker Versioning, its build), or none took a
+    run or decision within ``AGUI_ACCEPT_SECONDS``. Nothing is lost (503, with
+    ``Retry-After``)."""
     UNKNOWN_ROUTE = "UNKNOWN_ROUTE"
     """No endpoint at that path (404)."""
     METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
@@ -94,10 +101,37 @@ class GatewayErrorCode(StrEnum):
     an error id, and the gateway's log the error under it."""
 
 
-TEMPORAL_ERRORS: tuple[type[Exception], ...] = (RPCError, RuntimeError, WorkflowQueryFailedError)
+class NotAccepted(Exception):
+    """No worker accepted a thread's update (a run, a decision) in time (:func:`accepted`)."""
+
+
+T = TypeVar("T")
+
+
+async def accepted(call: Awaitable[T], seconds: float) -> T:
+    """The result of ``call``, a Temporal call that returns once a worker has accepted a
+    thread's update, if it does within ``seconds`` (``Settings.accept_seconds``).
+
+    Raises:
+        NotAccepted: It did not; Temporal still holds the update.
+    """
+    try:
+        return await asyncio.wait_for(call, seconds)
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
+        # The SDK reports its call cancelled at the timeout as the latter.
+        raise NotAccepted(f"no worker accepted the update within {seconds} s") from err
+
+
+TEMPORAL_ERRORS: tuple[type[Exception], ...] = (
+    RPCError,
+    RuntimeError,
+    WorkflowQueryFailedError,
+    NotAccepted,
+)
 """What a Temporal call raises when the server cannot serve it: an ``RPCError``, a
-``RuntimeError`` when a lazily connected client fails to connect at all, or a failed
-query when the worker cannot serve the thread's read (a payload key missing, say)."""
+``RuntimeError`` when a lazily connected client fails to connect at all, a failed query
+when the worker cannot serve the thread's read (a payload key missing, say), or
+:class:`NotAccepted` when no worker took the thread's update in time."""
 
 
 RETRY_AFTER_SECONDS = 1
@@ -257,6 +291,11 @@ _NO_WORKER = (
     GatewayErrorCode.THREAD_UNAVAILABLE,
     "No worker serves the thread now; try again later",
 )
+_NOT_ACCEPTED = (
+    503,
+    GatewayErrorCode.THREAD_UNAVAILABLE,
+    "No worker took the request in time; send the same request again later",
+)
 _INPUT_TOO_LARGE = (
     413,
     GatewayErrorCode.INPUT_TOO_LARGE,
@@ -268,6 +307,8 @@ def _classified(err: Exception, sent_input: bool) -> tuple[int, GatewayErrorCode
     """What a failed call means for the client; ``None``: nothing it could act on."""
     if isinstance(err, WorkflowQueryFailedError):
         return _THREAD_UNAVAILABLE
+    if isinstance(err, NotAccepted):
+        return _NOT_ACCEPTED
     if not isinstance(err, RPCError):
         # A lazily connected client that cannot connect raises a RuntimeError.
         return _UNAVAILABLE if isinstance(err, RuntimeError) else None

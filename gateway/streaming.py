@@ -56,6 +56,7 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from gateway.errors import accepted
 from settings import Settings
 from workflows import known_messages, search_attributes, visibility
 from workflows.admission import check_run
@@ -523,6 +524,7 @@ async def start_run(
 
     Raises:
         RPCError: Temporal could not be reached.
+        NotAccepted: No worker took the run within ``settings.accept_seconds``.
     """
     thread = thread_handle(client, run_input.thread_id)
     request = RunRequest(agent=agent.name, input=run_input, principal=principal)
@@ -534,12 +536,13 @@ async def start_run(
     known, rest = known_messages.split(run_input.messages)
 
     async def send(request: RunRequest) -> WorkflowUpdateHandle[RunReply]:
-        return await thread.start_update(
+        update = thread.start_update(
             ThreadWorkflow.run_agent,
             request,
             id=key,
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
         )
+        return await accepted(update, settings.accept_seconds)
 
     try:
         if known is None:
@@ -595,7 +598,7 @@ async def _start_with_run(
     """Hand ``request`` to its thread with update-with-start, which starts the thread's
     workflow if there is none (or it has ended)."""
     run_input = request.input
-    return await client.start_update_with_start_workflow(
+    update = client.start_update_with_start_workflow(
         ThreadWorkflow.run_agent,
         request,
         id=key,
@@ -604,6 +607,7 @@ async def _start_with_run(
         ),
         wait_for_stage=WorkflowUpdateStage.ACCEPTED,
     )
+    return await accepted(update, settings.accept_seconds)
 
 
 def _start_thread(

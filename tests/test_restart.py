@@ -13,6 +13,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from settings import Settings
 from tests.helpers import (
     TEST_SECRET,
     eventually,
@@ -20,10 +21,13 @@ from tests.helpers import (
     gateway_client,
     post_run,
     run_input,
+    serve_gateway,
     serve_stack,
     start_dev_server,
     wait_until_healthy,
 )
+from worker import build_worker
+from workflows.agents import EXAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -194,3 +198,38 @@ async def test_a_pending_interrupt_survives_a_restart_of_everything(tmp_path: Pa
             assert thread["interrupts"] == []
     finally:
         await server.shutdown()
+
+
+async def test_a_run_or_decision_no_worker_takes_is_answered_and_served_once_one_does(
+    client: Client,
+) -> None:
+    # No worker polls this task queue until the test starts one.
+    settings = Settings(
+        task_queue=f"tq-{uuid.uuid4()}", auth_hs256_secret=TEST_SECRET, accept_seconds=0.5
+    )
+    async with serve_gateway(settings, client) as url, gateway_client(url) as http:
+        thread_id = f"thread-{uuid.uuid4()}"
+        body = run_input(thread_id, "r1", "mail a@b.com")
+        refused = await http.post("/agents/demo", json=body)
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"]["code"] == "THREAD_UNAVAILABLE"
+        assert refused.headers["Retry-After"]
+
+        async with build_worker(client, settings, EXAMPLES):
+            events = await post_run(http, "demo", body)
+        [approval] = events[-1]["outcome"]["interrupts"]
+        decisions = f"/threads/{thread_id}/interrupts/{approval['id']}/decisions"
+        decision = {"status": "resolved", "payload": {"approved": True}}
+        refused = await http.post(decisions, json=decision)
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"]["code"] == "THREAD_UNAVAILABLE"
+
+        async with build_worker(client, settings, EXAMPLES):
+            settled = await http.post(decisions, json=decision)
+            assert settled.status_code == 200, settled.text
+            assert settled.json()["outcome"] in {"settled", "repeated"}
+            view = (await http.get(f"/threads/{thread_id}")).json()
+        # The run sent twice ran once; the decision sent twice settled the interrupt once,
+        # the agent going on in one run of its own.
+        assert [run["runId"] for run in view["runs"]] == ["r1", settled.json()["runId"]]
+        assert view["interrupts"] == []

@@ -16,7 +16,13 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from gateway.edge import host_name
-from gateway.errors import ApiError, decision_rejection, run_error_from, temporal_error
+from gateway.errors import (
+    ApiError,
+    NotAccepted,
+    decision_rejection,
+    run_error_from,
+    temporal_error,
+)
 from gateway.limits import MAX_JSON_DEPTH, StreamSlots, id_problems, parse_json, valid_id
 from workflows.errors import ErrorCode
 
@@ -236,6 +242,7 @@ SYSTEM = ResourceExhaustedScope.RESOURCE_EXHAUSTED_SCOPE_SYSTEM
             503,
             "THREAD_UNAVAILABLE",
         ),
+        (NotAccepted(SECRET_TEXT), True, 503, "THREAD_UNAVAILABLE"),
         (ValueError(SECRET_TEXT), False, 500, "INTERNAL"),
     ],
     ids=[
@@ -253,6 +260,7 @@ SYSTEM = ResourceExhaustedScope.RESOURCE_EXHAUSTED_SCOPE_SYSTEM
         "workflow-task-failing",
         "query-failing",
         "no-worker",
+        "not-accepted",
         "a-bug",
     ],
 )
