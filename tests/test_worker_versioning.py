@@ -117,6 +117,11 @@ def builds(**fields: Any) -> tuple[Settings, Settings]:
     return old, old.model_copy(update={"worker_build_id": "b2"})
 
 
+def without_versioning(settings: Settings) -> Settings:
+    """``settings`` of a worker of the same task queue that is no Worker Deployment's."""
+    return settings.model_copy(update={"worker_deployment": None, "worker_build_id": None})
+
+
 async def test_a_deploy_moves_pinned_threads_to_the_new_build_without_replaying_their_runs(
     client: Client,
 ) -> None:
@@ -242,7 +247,7 @@ async def test_turning_versioning_on_lets_the_first_build_serve_the_waiting_thre
     client: Client,
 ) -> None:
     versioned, _ = builds()
-    unversioned = versioned.model_copy(update={"worker_deployment": None, "worker_build_id": None})
+    unversioned = without_versioning(versioned)
     agents = [support(threshold=100)]
     async with serve_gateway(unversioned, client, agents) as url, gateway_client(url) as http:
         async with build_worker(client, unversioned, agents):
@@ -263,7 +268,7 @@ async def test_turning_versioning_off_moves_pinned_threads_to_unversioned_worker
     versioned, _ = builds()
     deployment = versioned.worker_deployment
     assert deployment is not None
-    unversioned = versioned.model_copy(update={"worker_deployment": None, "worker_build_id": None})
+    unversioned = without_versioning(versioned)
     agents = [support(threshold=100)]
     async with serve_gateway(unversioned, client, agents) as url, gateway_client(url) as http:
         old_worker = build_worker(client, versioned, agents)
