@@ -58,9 +58,10 @@ async def run_pinned_to(handle: WorkflowHandle[Any, Any]) -> tuple[str | None, s
     return versioning.deployment_version.build_id if pinned else None, described.run_id or ""
 
 
-async def make_current(client: Client, deployment: str, build_id: str) -> None:
-    """Step 2 of the deploy: make ``build_id`` current, retrying until its worker has
-    polled."""
+async def make_current(client: Client, deployment: str, build_id: str | None) -> None:
+    """Step 2 of the deploy: make ``build_id`` (``None``: unversioned workers) current,
+    retrying until its worker has polled."""
+    target = ["--build-id", build_id] if build_id else ["--unversioned"]
 
     async def made_current() -> bool:
         code, _, _ = await temporal_cli(
@@ -70,13 +71,12 @@ async def make_current(client: Client, deployment: str, build_id: str) -> None:
             "set-current-version",
             "--deployment-name",
             deployment,
-            "--build-id",
-            build_id,
+            *target,
             "--yes",
         )
         return code == 0
 
-    await eventually(made_current, timeout=30, what=f"{build_id} to become current")
+    await eventually(made_current, timeout=30, what=f"{target} to become current")
 
     async def propagated() -> bool:
         described = await client.workflow_service.describe_worker_deployment(
@@ -279,17 +279,7 @@ async def test_turning_versioning_off_moves_pinned_threads_to_unversioned_worker
             pinned = await pinned_to(client, thread_id)
             assert pinned[0] == "b1"
             async with build_worker(client, unversioned, agents):
-                code, _, err = await temporal_cli(
-                    client,
-                    "worker",
-                    "deployment",
-                    "set-current-version",
-                    "--deployment-name",
-                    deployment,
-                    "--unversioned",
-                    "--yes",
-                )
-                assert code == 0, err
+                await make_current(client, deployment, None)
                 await signal_upgrade(client, deployment, "b1")
 
                 async def moved() -> bool:
