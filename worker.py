@@ -145,13 +145,27 @@ async def ensure_retention_schedule(client: Client, settings: Settings) -> None:
 async def promote_first_build(client: Client, settings: Settings, timeout: float = 30) -> None:
     """Make this worker's build the current one of its Worker Deployment if the deployment
     has none yet: its first deploy then needs no step of its own. A later build becomes
-    current only when the deploy says so (``docs/operations.md``).
+    current only when the deploy says so (``docs/operations.md``)."""
+    assert settings.worker_deployment is not None and settings.worker_build_id is not None
+    await promote_build(
+        client, settings.worker_deployment, settings.worker_build_id, timeout=timeout
+    )
+
+
+async def promote_build(
+    client: Client,
+    deployment: str,
+    build_id: str,
+    *,
+    over_current: bool = False,
+    timeout: float = 30,
+) -> None:
+    """Make ``build_id`` the current build of ``deployment``: if it has none, or, with
+    ``over_current``, whichever is current (a deploy's step 2, which ``make run`` takes).
 
     Temporal knows a build once one of its workers has polled, so this retries until
     ``timeout`` seconds have passed.
     """
-    deployment, build_id = settings.worker_deployment, settings.worker_build_id
-    assert deployment is not None and build_id is not None
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
@@ -162,7 +176,7 @@ async def promote_first_build(client: Client, settings: Settings, timeout: float
                 )
             )
             current = described.worker_deployment_info.routing_config.current_deployment_version
-            if current.build_id:
+            if current.build_id == build_id or (current.build_id and not over_current):
                 log.info("worker deployment %r: build %r is current", deployment, current.build_id)
                 return
             await client.workflow_service.set_worker_deployment_current_version(
@@ -174,17 +188,23 @@ async def promote_first_build(client: Client, settings: Settings, timeout: float
                     identity=client.identity,
                 )
             )
-            log.info("worker deployment %r: made its first build %r current", deployment, build_id)
+            log.info("worker deployment %r: made build %r current", deployment, build_id)
             return
         except RPCError as err:
             # Not polled yet (NOT_FOUND, FAILED_PRECONDITION), or another worker of the
-            # deployment changed it first (the conflict token): look again.
+            # deployment changed it first (the conflict token, or too many changes at
+            # once: RESOURCE_EXHAUSTED): look again.
             if loop.time() > deadline or err.status not in _NOT_YET:
                 raise
         await asyncio.sleep(0.2)
 
 
-_NOT_YET = (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION, RPCStatusCode.ABORTED)
+_NOT_YET = (
+    RPCStatusCode.NOT_FOUND,
+    RPCStatusCode.FAILED_PRECONDITION,
+    RPCStatusCode.ABORTED,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+)
 
 
 def activities(settings: Settings, agents: Iterable[AgentDefinition]) -> list[Callable[..., Any]]:

@@ -6,6 +6,10 @@ process manager would; and on Ctrl-C or SIGTERM stops them in order: gateway, wo
 then Temporal, whose SQLite files (the database and its ``-wal`` beside it) the next
 ``make run`` reads back with every thread.
 
+The worker runs as a build of a Worker Deployment, from a copy of its code kept in
+``.data/builds``: threads stay pinned to the code that ran them, and a start with changed
+code deploys itself, moving the threads an earlier start left (:func:`move_to`).
+
 Threads are encrypted in Temporal by default: without ``AGUI_PAYLOAD_KEYS`` the worker and
 the gateway get the development key kept in ``.data/payload-keys``, and the Web UI reads
 them through the gateway's codec server (:func:`web_ui_codec`).
@@ -19,16 +23,24 @@ reports another server's health as its own. The ports come from ``settings.Setti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
+import hashlib
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from temporalio.client import Client
+from temporalio.common import WorkerDeploymentVersion
+from temporalio.envconfig import ClientConfig
+from temporalio.service import RPCError
 
 from gateway.tokens import (
     DEV_PAYLOAD_KEYS,
@@ -39,6 +51,8 @@ from gateway.tokens import (
     mint,
 )
 from settings import Settings, embedded_server_flags
+from worker import promote_build
+from workflows.versioning import UPGRADE_SIGNAL
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / ".data"
@@ -54,6 +68,20 @@ WEB_UI_TOKEN_TTL_SECONDS = 30 * 24 * 3600
 """The Web UI's codec token is minted at every start; this outlasts any one run."""
 RESTART_DELAY_SECONDS = 1.0
 STOP_TIMEOUT_SECONDS = 30.0
+BUILDS = DATA / "builds"
+"""A copy of each build's worker code, which its worker runs from, kept while workflows are
+pinned to it."""
+WORKER_CODE = (
+    "worker.py",
+    "settings.py",
+    "logs.py",
+    "tracing.py",
+    "codec.py",
+    "workflows",
+    "activities",
+)
+"""What the worker imports of this tree: a build is a version of these."""
+MOVE_POLL_SECONDS = 1.0
 
 
 @dataclass
@@ -63,6 +91,7 @@ class Service:
     name: str
     argv: list[str]
     env: dict[str, str]
+    cwd: Path = ROOT
     process: asyncio.subprocess.Process | None = None
     restarts: int = 0
     stopping: bool = False
@@ -72,7 +101,7 @@ class Service:
         # A session of its own: Ctrl-C reaches only this launcher, which stops the
         # children in order instead of all at once.
         self.process = await asyncio.create_subprocess_exec(
-            *self.argv, cwd=ROOT, env=self.env, start_new_session=True
+            *self.argv, cwd=self.cwd, env=self.env, start_new_session=True
         )
         self.supervisor = asyncio.create_task(self._supervise())
 
@@ -86,7 +115,7 @@ class Service:
             log(f"{self.name} exited with {code}; restarting (restart #{self.restarts})")
             await asyncio.sleep(RESTART_DELAY_SECONDS)
             self.process = await asyncio.create_subprocess_exec(
-                *self.argv, cwd=ROOT, env=self.env, start_new_session=True
+                *self.argv, cwd=self.cwd, env=self.env, start_new_session=True
             )
 
     async def stop(self) -> None:
@@ -267,6 +296,109 @@ def inbox(settings: Settings, env: dict[str, str]) -> str:
     return f"  Inbox           {address}  ({how})"
 
 
+def keep_build() -> str:
+    """Copy the worker's code (``WORKER_CODE``) into ``BUILDS``, named by its digest, and
+    return that name: the build's id.
+
+    The worker runs from the copy, so editing the tree while ``make run`` runs changes
+    nothing until the next start (a restarted worker included); and the next start can
+    run this build again, beside its own, until the workflows pinned to it have moved.
+    """
+    BUILDS.mkdir(parents=True, exist_ok=True)
+    copy = Path(tempfile.mkdtemp(prefix=".copy-", dir=BUILDS))
+    for name in WORKER_CODE:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, copy / name)
+    digest = hashlib.sha256()
+    for path in sorted(p for p in copy.rglob("*") if p.is_file()):
+        digest.update(f"{path.relative_to(copy)}\0".encode())
+        digest.update(path.read_bytes())
+    build = digest.hexdigest()[:12]
+    if (BUILDS / build).exists():
+        shutil.rmtree(copy)
+    else:
+        copy.rename(BUILDS / build)
+    return build
+
+
+def versioning(settings: Settings, env: dict[str, str]) -> WorkerDeploymentVersion | None:
+    """Run the worker as a build (:func:`keep_build`) of a Worker Deployment named after
+    its task queue: each thread keeps its runs in one workflow run pinned to the build's
+    code, instead of continuing as new after every run (``docs/operations.md``,
+    "Deploying with Worker Versioning"). Returns the build, or ``None`` when
+    ``AGUI_WORKER_DEPLOYMENT`` is set: its builds and deploys are the operator's."""
+    if settings.worker_deployment is not None:
+        return None
+    version = WorkerDeploymentVersion(settings.task_queue, keep_build())
+    env["AGUI_WORKER_DEPLOYMENT"] = version.deployment_name
+    env["AGUI_WORKER_BUILD_ID"] = version.build_id
+    return version
+
+
+async def move_to(
+    version: WorkerDeploymentVersion, env: dict[str, str], services: list[Service]
+) -> None:
+    """Deploy ``build``, as ``docs/operations.md`` says an operator does: make it current,
+    then for each earlier build that workflows are still pinned to, run its kept code
+    beside it, signal those workflows to move, and once none is left stop its worker and
+    forget it. A thread moves at its next rest (a waiting one at once), so nothing an
+    earlier start left waits on code that no longer runs. If Temporal fails it meanwhile,
+    the builds stay kept, and the next start moves them."""
+    try:
+        client = await Client.connect(
+            **ClientConfig.load_client_connect_config(override_env_vars=env)
+        )
+        deployment, build = version.deployment_name, version.build_id
+        await promote_build(client, deployment, build, over_current=True, timeout=60)
+        for kept in sorted(BUILDS.iterdir()):
+            if kept.name != build and not kept.name.startswith("."):
+                await retire(client, kept, version, env, services)
+    except (RPCError, RuntimeError) as error:  # RuntimeError: Temporal unreachable
+        log(f"could not deploy build {version.build_id} over the earlier ones: {error}")
+
+
+async def retire(
+    client: Client,
+    kept: Path,
+    version: WorkerDeploymentVersion,
+    env: dict[str, str],
+    services: list[Service],
+) -> None:
+    """Move the workflows pinned to build ``kept`` to ``version``, running ``kept``'s
+    worker while any is left, then delete ``kept``."""
+    build = version.build_id
+    pinned = (
+        f'TemporalWorkerDeploymentVersion="{version.deployment_name}:{kept.name}" '
+        'AND ExecutionStatus="Running"'
+    )
+    if (await client.count_workflows(pinned)).count:
+        worker = Service(
+            f"worker {kept.name}",
+            [sys.executable, "worker.py"],
+            {**env, "AGUI_WORKER_BUILD_ID": kept.name},
+            kept,
+        )
+        services.append(worker)
+        await worker.start()
+        log(f"moving the workflows of build {kept.name} (an earlier start's code) to {build}")
+        signaled: set[str] = set()
+        while (await client.count_workflows(pinned)).count:
+            async for execution in client.list_workflows(pinned):
+                if execution.run_id not in signaled:
+                    signaled.add(execution.run_id)
+                    handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+                    with contextlib.suppress(RPCError):  # It ended meanwhile.
+                        await handle.signal(UPGRADE_SIGNAL)
+            await asyncio.sleep(MOVE_POLL_SECONDS)
+        await worker.stop()
+        services.remove(worker)
+        log(f"build {kept.name}: every workflow moved to {build}")
+    shutil.rmtree(kept)
+
+
 def temporal_argv(settings: Settings, codec_endpoint: str) -> list[str]:
     """The embedded dev server's command line, with its SQLite pragmas.
 
@@ -306,10 +438,13 @@ async def main(settings: Settings, embedded: bool) -> None:
         env["TEMPORAL_ADDRESS"] = f"{TEMPORAL_HOST}:{settings.temporal_port}"
         services.append(Service("temporal", temporal_argv(settings, codec_endpoint), env))
     gateway_port = settings.gateway_port
+    version = versioning(settings, env)
+    worker_code = BUILDS / version.build_id if version else ROOT
     services += [
-        Service("worker", [sys.executable, "worker.py"], env),
+        Service("worker", [sys.executable, "worker.py"], env, worker_code),
         Service("gateway", [sys.executable, "-m", "gateway"], env),
     ]
+    moving: asyncio.Task[None] | None = None
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -333,6 +468,12 @@ async def main(settings: Settings, embedded: bool) -> None:
         else:
             log(f"  Temporal        {env['TEMPORAL_ADDRESS']} (external)")
         log(f"  Gateway         http://localhost:{gateway_port}  (agents: GET /agents)")
+        if version:
+            log(
+                f"  Worker          build {version.build_id} of deployment "
+                f"{version.deployment_name} (its code: {worker_code})"
+            )
+            moving = asyncio.create_task(move_to(version, env, services))
         log(inbox_line)
         log(encryption_line)
         for line in auth_lines:
@@ -341,6 +482,8 @@ async def main(settings: Settings, embedded: bool) -> None:
         await stop.wait()
     finally:
         log("stopping")
+        if moving is not None:
+            moving.cancel()
         for service in reversed(services):
             await service.stop()
         log("stopped")

@@ -34,6 +34,21 @@ from tests.helpers import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def child_processes(parent: int) -> dict[int, list[bytes]]:
+    """The command lines of ``parent``'s child processes, by pid."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # "pid (comm) state ppid ...": comm may hold spaces, so split after it.
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue  # exited while we looked
+        if ppid == parent:
+            found[int(stat.parent.name)] = argv
+    return found
+
+
 class Process:
     """A child process that a test can kill without warning."""
 

@@ -44,7 +44,7 @@ from tests.helpers import (
     wait_until_healthy,
     workflow_run_histories,
 )
-from tests.processes import ROOT, DevServer, Gateway, engine
+from tests.processes import ROOT, DevServer, Gateway, child_processes, engine
 from tests.receiver import Receiver
 from worker import WORKFLOWS, activities, ensure_search_attributes
 from workflows import served
@@ -450,17 +450,10 @@ async def test_two_workers_and_two_gateways_lose_one_each_midway(
 def _children(parent: int) -> dict[str, int]:
     """``{"worker": pid, "gateway": pid}`` among ``parent``'s child processes."""
     found = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            # "pid (comm) state ppid ...": comm may hold spaces, so split after it.
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
-        except (OSError, IndexError, ValueError):
-            continue  # exited while we looked
-        if ppid == parent:
-            name = "worker" if b"worker.py" in argv else "gateway" if b"gateway" in argv else None
-            if name:
-                found[name] = int(stat.parent.name)
+    for pid, argv in child_processes(parent).items():
+        name = "worker" if b"worker.py" in argv else "gateway" if b"gateway" in argv else None
+        if name:
+            found[name] = pid
     return found
 
 

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -22,11 +23,24 @@ import jwt
 import pytest
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.client import Client
 
 import codec
 from gateway import tokens
 from settings import Settings
-from tests.helpers import serve_gateway
+from tests.helpers import (
+    TEST_SECRET,
+    eventually,
+    free_port,
+    gateway_client,
+    new_thread,
+    post_run,
+    run_input,
+    serve_gateway,
+    wait_until_healthy,
+)
+from tests.processes import child_processes
+from tests.test_worker_versioning import pinned_to
 
 ROOT = Path(__file__).resolve().parent.parent
 PORT_VARIABLES = ("AGUI_TEMPORAL_PORT", "AGUI_TEMPORAL_UI_PORT", "AGUI_GATEWAY_PORT")
@@ -278,3 +292,131 @@ def test_the_embedded_server_keeps_its_sqlite_file_in_wal_mode_with_full_sync(
     pragmas = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--sqlite-pragma"]
     assert pragmas == ["journal_mode=wal"]
     assert argv[argv.index("--db-filename") + 1] == str(ROOT / ".data" / "temporal.sqlite")
+
+
+def test_a_build_is_a_kept_copy_of_the_workers_code_named_by_its_digest(
+    launcher: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``make run``'s worker runs from a copy of its code: the same code is the same build,
+    any change a new one, and the tree's caches are not part of it."""
+    tree = tmp_path / "tree"
+    for name in launcher.WORKER_CODE:
+        if name.endswith(".py"):
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            (tree / name).write_text(f"# {name}\n")
+        else:
+            (tree / name / "__pycache__").mkdir(parents=True)
+            (tree / name / "__init__.py").write_text("")
+            (tree / name / "__pycache__" / "cached.pyc").write_bytes(b"\0")
+    monkeypatch.setattr(launcher, "ROOT", tree)
+    monkeypatch.setattr(launcher, "BUILDS", tmp_path / "builds")
+
+    first = launcher.keep_build()
+    assert launcher.keep_build() == first
+    kept = tmp_path / "builds" / first
+    assert (kept / "workflows" / "__init__.py").exists()
+    assert not (kept / "workflows" / "__pycache__").exists()
+    (tree / "workflows" / "__pycache__" / "cached.pyc").write_bytes(b"\1")
+    assert launcher.keep_build() == first
+
+    (tree / "activities" / "__init__.py").write_text("# changed\n")
+    second = launcher.keep_build()
+    assert second != first
+    assert sorted(p.name for p in (tmp_path / "builds").iterdir()) == sorted([first, second])
+    changed = tmp_path / "builds" / second / "activities" / "__init__.py"
+    assert changed.read_text() == "# changed\n"
+
+
+def test_make_run_versions_its_worker_unless_a_deployment_is_configured(
+    launcher: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(launcher, "BUILDS", tmp_path / "builds")
+    env: dict[str, str] = {}
+    version = launcher.versioning(Settings(task_queue="tq-mine"), env)
+    assert (version.deployment_name, env["AGUI_WORKER_DEPLOYMENT"]) == ("tq-mine", "tq-mine")
+    assert env["AGUI_WORKER_BUILD_ID"] == version.build_id
+    assert (tmp_path / "builds" / version.build_id / "worker.py").exists()
+
+    env = {}
+    operated = Settings(worker_deployment="agui", worker_build_id="b1")
+    assert launcher.versioning(operated, env) is None
+    assert env == {}
+
+
+@contextmanager
+def launched(tree: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """``scripts/run.py`` of ``tree`` running for the block, then stopped as Ctrl-C does."""
+    process = subprocess.Popen([sys.executable, "scripts/run.py"], cwd=tree, env=env)
+    try:
+        yield process
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == 0
+
+
+async def test_a_start_with_changed_code_moves_the_threads_of_the_earlier_build(
+    launcher: ModuleType, client: Client, tmp_path: Path
+) -> None:
+    """A thread waits on build 1's code; ``make run`` is stopped, the worker's code edited,
+    and started again: build 2 runs, build 1's worker runs beside it from the kept copy
+    until the thread has moved, then is stopped and its copy deleted; the approval is
+    taken on build 2. Against an existing Temporal server, as the tests share one."""
+    tree = tmp_path / "engine"
+    (tree / "scripts").mkdir(parents=True)
+    shutil.copy2(ROOT / "scripts" / "run.py", tree / "scripts")
+    for name in launcher.WORKER_CODE:
+        if (ROOT / name).is_dir():
+            ignore = shutil.ignore_patterns("__pycache__")
+            shutil.copytree(ROOT / name, tree / name, ignore=ignore)
+        else:
+            shutil.copy2(ROOT / name, tree / name)
+    port = free_port()
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "AGUI_TASK_QUEUE": f"tq-{uuid.uuid4()}",
+        "AGUI_GATEWAY_PORT": str(port),
+        "AGUI_AUTH_HS256_SECRET": TEST_SECRET,
+        "AGUI_PAYLOAD_KEYS": f"test:{codec.new_key()}",
+    }
+    builds = tree / ".data" / "builds"
+    thread_id = new_thread()
+    async with gateway_client(f"http://127.0.0.1:{port}") as http:
+        with launched(tree, env):
+            await wait_until_healthy(http, timeout=60, what="make run's gateway")
+            events = await post_run(http, "demo", run_input(thread_id, "r1", "mail a@example.com"))
+            interrupts = events[-1]["outcome"]["interrupts"]
+            [first] = [kept.name for kept in builds.iterdir()]
+            assert (await pinned_to(client, thread_id))[0] == first
+
+        agents = tree / "workflows" / "agents" / "__init__.py"
+        agents.write_text(agents.read_text() + "# changed\n")
+        with launched(tree, env) as process:
+            await wait_until_healthy(http, timeout=60, what="make run's gateway again")
+
+            async def moved() -> bool:
+                kept = [kept.name for kept in builds.iterdir()]
+                pinned = (await pinned_to(client, thread_id))[0]
+                return len(kept) == 1 and kept[0] != first and pinned == kept[0]
+
+            await eventually(moved, timeout=60, what="the thread to move to the new build")
+
+            async def one_worker() -> bool:
+                workers = [argv for argv in child_processes(process.pid).values()]
+                return sum(b"worker.py" in argv for argv in workers) == 1
+
+            await eventually(one_worker, what="the earlier build's worker to stop")
+            resume = {
+                "threadId": thread_id,
+                "runId": "r2",
+                "messages": [],
+                "resume": [
+                    {
+                        "interruptId": interrupts[0]["id"],
+                        "status": "resolved",
+                        "payload": {"approved": True},
+                    }
+                ],
+            }
+            events = await post_run(http, "demo", resume)
+            assert events[-1]["outcome"] == {"type": "success"}
