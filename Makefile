@@ -57,8 +57,9 @@ histories: $(INSTALLED)
 	$(BIN)/python -m tests.record_histories $(ONLY)
 
 # CODEC=on or CODEC=off: payloads encrypted with a fresh key, or not; unset, as
-# AGUI_PAYLOAD_KEYS says (docs/bench.md, "Encryption"). VERSIONING=on: the worker as a
-# build of a Worker Deployment (docs/bench.md, "Worker Versioning").
+# AGUI_PAYLOAD_KEYS says (docs/bench.md, "Encryption"). VERSIONING=off: the worker
+# unversioned, not a build of a Worker Deployment as in make run (docs/bench.md, "Worker
+# Versioning").
 bench: $(INSTALLED)
 	$(BIN)/python -m bench $(if $(CODEC),--codec $(CODEC)) $(if $(VERSIONING),--versioning $(VERSIONING))
 

@@ -243,10 +243,10 @@ async def main() -> None:
     parser.add_argument(
         "--versioning",
         choices=["on", "off"],
-        default="off",
-        help="run the engine's worker as a build of a Worker Deployment (on), whose "
-        "threads continue as new only to move to a new build, or unversioned (off, the "
-        "default), whose threads continue as new after every run",
+        default="on",
+        help="run the engine's worker as a build of a Worker Deployment (on, the default, "
+        "as make run does), whose threads continue as new only to move to a new build, or "
+        "unversioned (off), whose threads continue as new after every run",
     )
     parser.add_argument(
         "--only",
