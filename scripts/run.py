@@ -341,7 +341,7 @@ def versioning(settings: Settings, env: dict[str, str]) -> WorkerDeploymentVersi
 async def move_to(
     version: WorkerDeploymentVersion, env: dict[str, str], services: list[Service]
 ) -> None:
-    """Deploy ``build``, as ``docs/operations.md`` says an operator does: make it current,
+    """Deploy ``version``, as ``docs/operations.md`` says an operator does: make it current,
     then for each earlier build that workflows are still pinned to, run its kept code
     beside it, signal those workflows to move, and once none is left stop its worker and
     forget it. A thread moves at its next rest (a waiting one at once), so nothing an
