@@ -40,6 +40,7 @@ from tests.helpers import (
     wait_until_healthy,
 )
 from tests.processes import child_processes
+from tests.test_deploys import approve
 from tests.test_worker_versioning import pinned_to
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -402,21 +403,9 @@ async def test_a_start_with_changed_code_moves_the_threads_of_the_earlier_build(
             await eventually(moved, timeout=60, what="the thread to move to the new build")
 
             async def one_worker() -> bool:
-                workers = [argv for argv in child_processes(process.pid).values()]
+                workers = child_processes(process.pid).values()
                 return sum(b"worker.py" in argv for argv in workers) == 1
 
             await eventually(one_worker, what="the earlier build's worker to stop")
-            resume = {
-                "threadId": thread_id,
-                "runId": "r2",
-                "messages": [],
-                "resume": [
-                    {
-                        "interruptId": interrupts[0]["id"],
-                        "status": "resolved",
-                        "payload": {"approved": True},
-                    }
-                ],
-            }
-            events = await post_run(http, "demo", resume)
+            events = await post_run(http, "demo", approve(thread_id, interrupts[0]))
             assert events[-1]["outcome"] == {"type": "success"}
