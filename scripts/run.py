@@ -296,6 +296,16 @@ def inbox(settings: Settings, env: dict[str, str]) -> str:
     return f"  Inbox           {address}  ({how})"
 
 
+def copy_worker_code(into: Path) -> None:
+    """Copy the worker's code (``WORKER_CODE``) of this tree into ``into``, caches left out."""
+    for name in WORKER_CODE:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, into / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, into / name)
+
+
 def keep_build() -> str:
     """Copy the worker's code (``WORKER_CODE``) into ``BUILDS``, named by its digest, and
     return that name: the build's id.
@@ -306,12 +316,7 @@ def keep_build() -> str:
     """
     BUILDS.mkdir(parents=True, exist_ok=True)
     copy = Path(tempfile.mkdtemp(prefix=".copy-", dir=BUILDS))
-    for name in WORKER_CODE:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, copy / name)
+    copy_worker_code(copy)
     digest = hashlib.sha256()
     for path in sorted(p for p in copy.rglob("*") if p.is_file()):
         digest.update(f"{path.relative_to(copy)}\0".encode())

@@ -365,12 +365,7 @@ async def test_a_start_with_changed_code_moves_the_threads_of_the_earlier_build(
     tree = tmp_path / "engine"
     (tree / "scripts").mkdir(parents=True)
     shutil.copy2(ROOT / "scripts" / "run.py", tree / "scripts")
-    for name in launcher.WORKER_CODE:
-        if (ROOT / name).is_dir():
-            ignore = shutil.ignore_patterns("__pycache__")
-            shutil.copytree(ROOT / name, tree / name, ignore=ignore)
-        else:
-            shutil.copy2(ROOT / name, tree / name)
+    launcher.copy_worker_code(tree)
     port = free_port()
     env = {
         **os.environ,
