@@ -43,10 +43,20 @@ restart one on a file, so they check what ``make run`` does). WAL commits by app
 instead of rewriting pages through a rollback journal; ``synchronous`` stays at SQLite's
 default, FULL, on purpose: ``docs/operations.md``, "Storage settings of the embedded
 server"."""
-EMBEDDED_DYNAMIC_CONFIG: dict[str, object] = {"system.enableSuggestCaNOnNewTargetVersion": True}
-"""The dynamic config of the embedded Temporal server (and of the tests' servers): with
-Worker Versioning, tell a thread pinned to its build that its deployment's current build
-changed, so that it moves to it at its next rest (``AGUI_WORKER_DEPLOYMENT``)."""
+EMBEDDED_DYNAMIC_CONFIG: dict[str, object] = {
+    "system.enableSuggestCaNOnNewTargetVersion": True,
+    "history.transferProcessorMaxPollRPS": 1000,
+}
+"""The dynamic config of the embedded Temporal server (and of the tests' servers).
+
+- With Worker Versioning, tell a thread pinned to its build that its deployment's
+  current build changed, so that it moves to it at its next rest
+  (``AGUI_WORKER_DEPLOYMENT``).
+- Read the transfer queue (the tasks that hand a new workflow's first workflow task, or
+  the one after an activity, to matching) as soon as it has tasks, not at most 20 times
+  a second: the dev server has one history shard, so at the default every such hand-off
+  waited for the shard's next read, ~25 ms on average (``docs/operations.md``, "Storage
+  settings of the embedded server")."""
 
 
 def embedded_server_flags(

@@ -3,14 +3,15 @@ the engine's latency, throughput, CPU and history cost.
 
 Starts its own in-memory Temporal dev server, the engine's worker, the gateway on a
 loopback port and a worker for the bench's own workflows; measures the raw update floor,
-the floor of an update that runs a local activity, full AG-UI runs over HTTP and the
-interrupt cycle (resume -> RUN_FINISHED, and the CPU of each cycle by process), at
+the floor of an update that runs a local activity, full AG-UI runs over HTTP, the
+interrupt cycle (resume -> RUN_FINISHED, and the CPU of each cycle by process) and the
+same cycle with Temporal's share alone, at
 concurrency 1 and 16, each in alternating rounds; then the cycle at 64, resumes alone,
 one thread's history, the streaming alternatives, a streamed model's token latency (its
 reply at once, and after a pause to think) with the gateway's reads per open stream, and
 one conversation's growth over its turns; prints one table; stops everything.
 ``--only growth`` measures the growth alone, ``--only cycles`` the interrupt cycles on
-fresh threads and their CPU alone. See docs/bench.md.
+fresh threads and their floor, with their CPU, alone. See docs/bench.md.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pydantic import SecretStr
 import codec
 from bench.cpu import CpuSplit, idle_cpu
 from bench.cycles import Cycles, measure_cycles, measure_resumes
-from bench.floor import measure_floor
+from bench.floor import measure_floor, measure_floor_cycles
 from bench.growth import Growth, measure_growth
 from bench.report import Results, render, render_cpu, render_growth
 from bench.runs import measure_runs, thread_history
@@ -117,13 +118,14 @@ class Alternated:
     tool_floor: Summary
     runs: Summary
     cycles: Cycles
+    floor_cycles: Cycles
 
 
 async def _alternating(
     stack: Stack, http: httpx.AsyncClient, counts: Counts, concurrency: int
 ) -> Alternated:
-    """Both floors, runs and resume cycles at ``concurrency``, taken in alternating
-    rounds and pooled.
+    """Both floors, runs, resume cycles and the cycle's floor at ``concurrency``, taken
+    in alternating rounds and pooled.
 
     This machine's speed drifts by up to 2x within minutes; round by round, the drift
     touches the floors and the runs alike, so their ratios hold.
@@ -132,14 +134,20 @@ async def _alternating(
     tool: list[Summary] = []
     runs: list[Summary] = []
     cycles: list[Cycles] = []
+    floor_cycles: list[Cycles] = []
     client, queue, c = stack.client, stack.bench_task_queue, concurrency
     for _ in range(ROUNDS):
         floor.append(await measure_floor(client, queue, counts.floor[c] // ROUNDS, c))
         tool.append(await measure_floor(client, queue, counts.floor[c] // ROUNDS, c, tool=True))
         runs.append(await measure_runs(http, counts.runs[c] // ROUNDS, c, counts.runs_per_thread))
         cycles.append(await measure_cycles(http, counts.cycles[c] // ROUNDS, c, stack))
+        floor_cycles.append(await measure_floor_cycles(stack, counts.cycles[c] // ROUNDS, c))
     return Alternated(
-        Summary.pooled(floor), Summary.pooled(tool), Summary.pooled(runs), Cycles.pooled(cycles)
+        Summary.pooled(floor),
+        Summary.pooled(tool),
+        Summary.pooled(runs),
+        Cycles.pooled(cycles),
+        Cycles.pooled(floor_cycles),
     )
 
 
@@ -167,6 +175,7 @@ async def _bench(
         tool_floor = {c: figures.tool_floor for c, figures in taken.items()}
         runs = {c: figures.runs for c, figures in taken.items()}
         cycles = {c: figures.cycles for c, figures in taken.items()}
+        floor_cycles = {c: figures.floor_cycles for c, figures in taken.items()}
         cycles[CLIENTS] = await measure_cycles(http, counts.cycles[CLIENTS], CLIENTS, stack)
         resumes = await measure_resumes(http, counts.cycles[16], 16, stack)
         history = await thread_history(stack.client, http, counts.history_runs)
@@ -180,7 +189,9 @@ async def _bench(
         )
         tokens = await _tokens(stack, http, model_server, counts)
         growth = await measure_growth(stack.client, http, counts.growth_marks)
-    return Results(floor, tool_floor, runs, cycles, resumes, history, streams, tokens, growth)
+    return Results(
+        floor, tool_floor, runs, cycles, floor_cycles, resumes, history, streams, tokens, growth
+    )
 
 
 async def _tokens(
@@ -214,9 +225,10 @@ async def growth_only(counts: Counts, payload_keys: SecretStr | None, versioned:
 
 async def cycles_only(
     counts: Counts, payload_keys: SecretStr | None, versioned: bool
-) -> tuple[dict[int, Cycles], CpuSplit]:
-    """Interrupt cycles on fresh threads at c=16 and c=1, in alternating rounds, on a
-    freshly started stack, nothing else; and the stack's CPU per second when idle."""
+) -> tuple[dict[int, Cycles], dict[int, Cycles], CpuSplit]:
+    """Interrupt cycles on fresh threads and the cycle's floor at c=16 and c=1, in
+    alternating rounds, on a freshly started stack, nothing else; and the stack's CPU per
+    second when idle."""
     async with (
         running_stack(EXAMPLES, payload_keys, versioned) as stack,
         _http(stack) as http,
@@ -224,10 +236,16 @@ async def cycles_only(
         await measure_cycles(http, WARMUP_CYCLES, WARMUP_CYCLES, stack)
         idle = await idle_cpu(stack.server_pid, IDLE_SECONDS)
         taken: dict[int, list[Cycles]] = {16: [], 1: []}
+        floors: dict[int, list[Cycles]] = {16: [], 1: []}
         for _ in range(ROUNDS):
             for c, batches in taken.items():
                 batches.append(await measure_cycles(http, counts.cycles[c] // ROUNDS, c, stack))
-        return {c: Cycles.pooled(batches) for c, batches in taken.items()}, idle
+                floors[c].append(await measure_floor_cycles(stack, counts.cycles[c] // ROUNDS, c))
+        return (
+            {c: Cycles.pooled(batches) for c, batches in taken.items()},
+            {c: Cycles.pooled(batches) for c, batches in floors.items()},
+            idle,
+        )
 
 
 async def main() -> None:
@@ -261,8 +279,8 @@ async def main() -> None:
         if args.only == "growth":
             table = render_growth(await growth_only(counts, _payload_keys(args.codec), versioned))
         elif args.only == "cycles":
-            cycles, idle = await cycles_only(counts, _payload_keys(args.codec), versioned)
-            table = render_cpu(cycles, idle=idle)
+            cycles, floors, idle = await cycles_only(counts, _payload_keys(args.codec), versioned)
+            table = render_cpu(cycles, floors, idle=idle)
         else:
             table = render(await bench(counts, _payload_keys(args.codec), versioned))
     print(table, flush=True)

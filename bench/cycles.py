@@ -116,7 +116,7 @@ async def measure_cycles(
         for _ in range(cycles):
             latencies.append(await _cycle(http))
 
-    return await _metered(
+    return await metered(
         stack, latencies, (client(total // concurrency) for _ in range(concurrency))
     )
 
@@ -139,10 +139,10 @@ async def measure_resumes(
         while queue:
             latencies.append(await _resume(http, queue.pop()))
 
-    return await _metered(stack, latencies, (client(bodies) for _ in range(concurrency)))
+    return await metered(stack, latencies, (client(bodies) for _ in range(concurrency)))
 
 
-async def _metered(
+async def metered(
     stack: Stack, latencies: list[float], clients: Iterable[Coroutine[Any, Any, None]]
 ) -> Cycles:
     """Run ``clients`` at once, which add to ``latencies``; what they took."""

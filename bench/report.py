@@ -25,6 +25,8 @@ class Results:
     runs: dict[int, Summary]
     cycles: dict[int, Cycles]
     """Interrupt cycles, each on a fresh thread, by concurrency."""
+    floor_cycles: dict[int, Cycles]
+    """The same cycles with Temporal's share alone (``bench.floor``), by concurrency."""
     resumes: Cycles
     """Resumes alone at c=16, on threads paused beforehand."""
     history: HistoryGrowth
@@ -95,7 +97,7 @@ def render(results: Results) -> str:
     ]
     lines += [resume_row(f"resume c={c}", cycles.summary) for c, cycles in results.cycles.items()]
     lines.append(resume_row("resume only c=16", results.resumes.summary))
-    lines += ["", render_cpu(results.cycles, results.resumes)]
+    lines += ["", render_cpu(results.cycles, results.floor_cycles, results.resumes)]
     history = results.history
     runs_count = len(history.per_run)
     lines += [
@@ -138,11 +140,15 @@ def render(results: Results) -> str:
 
 
 def render_cpu(
-    cycles: dict[int, Cycles], resumes: Cycles | None = None, idle: CpuSplit | None = None
+    cycles: dict[int, Cycles],
+    floors: dict[int, Cycles],
+    resumes: Cycles | None = None,
+    idle: CpuSplit | None = None,
 ) -> str:
-    """The stack's CPU per interrupt cycle, by process, with the cycles' rate; per resume
-    for ``resumes``; per second with nothing sent for ``idle``. ``queries`` and ``polls``
-    are the gateway's reads per cycle (:mod:`bench.reads`)."""
+    """The stack's CPU per interrupt cycle, by process, with the cycles' rate; the same
+    for the cycle's floor, Temporal's share alone (``floors``); per resume for
+    ``resumes``; per second with nothing sent for ``idle``. ``queries`` and ``polls`` are
+    the gateway's reads per cycle (:mod:`bench.reads`)."""
     lines = [
         "CPU per interrupt cycle on a fresh thread: dev server + this process (engine worker,",
         "gateway and the bench's clients)",
@@ -160,6 +166,7 @@ def render_cpu(
         )
 
     lines += [row(f"cycle c={c}", taken) for c, taken in cycles.items()]
+    lines += [row(f"floor cycle c={c}", taken) for c, taken in floors.items()]
     if resumes is not None:
         lines.append(row("resume only c=16", resumes))
     if idle is not None:

@@ -1,4 +1,5 @@
-"""The bench's own workflows: the update floors and two minimal ways to stream a run.
+"""The bench's own workflows: the update floors, the interrupt cycle's floor and two
+minimal ways to stream a run.
 
 They live in a module that imports nothing but Temporal and the standard library, so the
 workflow sandbox, which re-imports a workflow's module, accepts it as it is.
@@ -49,6 +50,30 @@ class FloorWorkflow:
         """Run one no-op local activity, then return: the least Temporal work of a resume
         that runs a tool, as the demo's approval does."""
         return await workflow.execute_local_activity(
+            noop_tool, value, start_to_close_timeout=timedelta(seconds=30)
+        )
+
+
+@workflow.defn
+class FloorCycleWorkflow:
+    """An interrupt cycle with Temporal's share alone: a first run that pauses at once,
+    then a resume that runs one activity, as the demo's approval runs ``send_email``.
+    The workflow stays open after it, as a thread waits for its next run."""
+
+    @workflow.run
+    async def run(self) -> None:
+        """Stay open; both runs arrive as updates, the first with the start."""
+        await workflow.wait_condition(lambda: False)
+
+    @workflow.update
+    async def pause(self, value: int) -> int:
+        """The first run: it ends at once, as one that pauses on an approval does."""
+        return value
+
+    @workflow.update
+    async def resume(self, value: int) -> int:
+        """The resume: one no-op activity on the task queue, then the result."""
+        return await workflow.execute_activity(
             noop_tool, value, start_to_close_timeout=timedelta(seconds=30)
         )
 
@@ -137,5 +162,10 @@ class StreamRunWorkflow:
         await take_turn(run_id, self._topic.publish)
 
 
-BENCH_WORKFLOWS: list[type] = [FloorWorkflow, UpdateRunWorkflow, StreamRunWorkflow]
+BENCH_WORKFLOWS: list[type] = [
+    FloorWorkflow,
+    FloorCycleWorkflow,
+    UpdateRunWorkflow,
+    StreamRunWorkflow,
+]
 BENCH_ACTIVITIES: list[Callable[..., Any]] = [noop_tool, reply_chunks]
