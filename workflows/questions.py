@@ -10,6 +10,8 @@ and activities both import this module; it imports neither.
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -131,7 +133,7 @@ class Ask(Generic[T]):
         value: Any = answer.payload
         if answer.resolved and not isinstance(self.response, dict | None):
             try:
-                value = TypeAdapter(self.response).validate_python(answer.payload)
+                value = _adapter(self.response).validate_python(answer.payload)
             except ValidationError as error:
                 # The client's payload passed the interrupt's JSON Schema, so the
                 # schema and the type disagree: a bug in the agent, reported as such.
@@ -168,11 +170,43 @@ class Reply(Generic[T]):
         return self.status == "resolved"
 
 
+TYPES_KEPT = 256
+"""The most response types whose adapter and JSON Schema are kept: an agent's questions
+name a handful (decision models are kept per tool, ``sdk.tools.decision_model``)."""
+
+
 def json_schema(shape: dict[str, Any] | type | None) -> dict[str, Any] | None:
-    """A JSON Schema given as such, or derived from a type by pydantic."""
+    """A JSON Schema given as such, or derived from a type by pydantic.
+
+    Deriving it is most of the work of asking a question, and it depends on the type
+    alone: it is derived once per type and kept, so a kept schema is the one a new
+    derivation would give and the workflow stays deterministic. Each question gets a
+    copy, as the interrupt it goes into may be changed.
+    """
     if shape is None or isinstance(shape, dict):
         return shape
-    return TypeAdapter(shape).json_schema()
+    try:
+        return copy.deepcopy(_kept_schema(shape))
+    except TypeError:  # an unhashable type form: derived each time
+        return _adapter(shape).json_schema()
+
+
+def _adapter(shape: Any) -> TypeAdapter[Any]:
+    """Pydantic's adapter of ``shape``, kept per type as :func:`json_schema`'s are."""
+    try:
+        return _kept_adapter(shape)
+    except TypeError:  # unhashable
+        return TypeAdapter(shape)
+
+
+@functools.lru_cache(maxsize=TYPES_KEPT)
+def _kept_adapter(shape: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(shape)
+
+
+@functools.lru_cache(maxsize=TYPES_KEPT)
+def _kept_schema(shape: Any) -> dict[str, Any]:
+    return _kept_adapter(shape).json_schema()
 
 
 def _iso_utc(moment: datetime) -> str:

@@ -4,10 +4,11 @@ an approval, a tool's activity), with its deadline, reminders and answer's shape
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Annotated, Literal
 
 import pytest
 from ag_ui.core import Interrupt
+from pydantic import BaseModel, Field, TypeAdapter
 from temporalio.exceptions import ApplicationError
 
 from activities.tooling import ToolInvocation, ToolOutcome
@@ -102,3 +103,21 @@ def test_a_typed_reply_parses_the_answer_and_a_misfit_is_the_agents_bug() -> Non
     assert (expired.resolved, expired.value) == (False, None)
     with pytest.raises(ApplicationError, match="does not fit"):
         ask.reply(Answer(interrupt=interrupt, status="resolved", payload="maybe"))
+
+
+def test_a_types_schema_is_kept_but_each_question_gets_its_own_copy() -> None:
+    class Filing(BaseModel):
+        quarter: Literal["Q1", "Q2", "Q3", "Q4"]
+
+    first = Ask("input_required", response=Filing).question(NOW)
+    assert first.response_schema is not None
+    first.response_schema["properties"]["quarter"]["enum"].append("Q5")
+    second = Ask("input_required", response=Filing).question(NOW)
+    assert second.response_schema == TypeAdapter(Filing).json_schema()
+    # A type pydantic accepts but Python cannot hash (its metadata is a dict) is
+    # derived each time.
+    unhashable = Annotated[int, Field(ge=1), {"note": "not hashable"}]
+    assert Ask("input_required", response=unhashable).question(NOW).response_schema == {
+        "minimum": 1,
+        "type": "integer",
+    }
