@@ -188,7 +188,7 @@ def json_schema(shape: dict[str, Any] | type | None) -> dict[str, Any] | None:
     try:
         return copy.deepcopy(_kept_schema(shape))
     except TypeError:  # an unhashable type form: derived each time
-        return _adapter(shape).json_schema()
+        return TypeAdapter(shape).json_schema()
 
 
 def _adapter(shape: Any) -> TypeAdapter[Any]:
