@@ -37,9 +37,13 @@ ID_RULE = (
 )
 _ID = re.compile(ID_PATTERN)
 
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)', re.DOTALL)
+_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)', re.DOTALL)
 """A JSON string, or an unterminated one to the end of the body. Possessive, and always
-matching from a quote, so the scan is linear in the body's size whatever it holds."""
+matching from a quote, so the scan is linear in the body's size whatever it holds; runs
+of plain characters are taken whole, not one alternation per character."""
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""Where a string may spell a UTF-16 surrogate: only a body holding one can hold a lone
+one (raw surrogates are not UTF-8)."""
 _NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
 _OPENERS = bytes.maketrans(b"{}", b"[]")
 
@@ -72,6 +76,8 @@ def parse_json(body: bytes) -> Any:
             f"arrays and objects nest deeper than {MAX_JSON_DEPTH} levels, or do not close"
         )
     value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    if _SURROGATE_ESCAPE.search(body) is None:
+        return value
     try:
         json.dumps(value, ensure_ascii=False).encode()
     except UnicodeEncodeError as err:

@@ -39,13 +39,22 @@ def message_digest(encoded: bytes) -> bytes:
     return hashlib.sha256(encoded).digest()
 
 
+def message_digests(messages: Sequence[Message]) -> list[bytes]:
+    """Each message's digest, in order: what :func:`split` and the gateway's run key are
+    computed from, so a run's messages are serialised once."""
+    return [message_digest(to_json(message)) for message in messages]
+
+
 def prefix_digest(digests: Sequence[bytes]) -> str:
     """The digest of a conversation's first messages, from theirs, in order."""
     return hashlib.sha256(b"".join(digests)).hexdigest()
 
 
-def split(messages: Sequence[Message]) -> tuple[KnownMessages | None, list[Message]]:
-    """What the gateway expects the thread to know of ``messages``, and the rest to send.
+def split(
+    messages: Sequence[Message], digests: Sequence[bytes]
+) -> tuple[KnownMessages | None, list[Message]]:
+    """What the gateway expects the thread to know of ``messages`` (whose
+    :func:`message_digests` are ``digests``), and the rest to send.
 
     The thread's last ``MESSAGES_SNAPSHOT`` ends with its agent's reply, and what a
     client adds comes after it; so the known prefix ends at the last ``assistant``
@@ -56,5 +65,5 @@ def split(messages: Sequence[Message]) -> tuple[KnownMessages | None, list[Messa
     )
     if known == 0:
         return None, list(messages)
-    digest = prefix_digest([message_digest(to_json(message)) for message in messages[:known]])
+    digest = prefix_digest(digests[:known])
     return KnownMessages(count=known, digest=digest), list(messages[known:])

@@ -24,7 +24,9 @@ from gateway.errors import (
     temporal_error,
 )
 from gateway.limits import MAX_JSON_DEPTH, StreamSlots, id_problems, parse_json, valid_id
+from gateway.streaming import run_key_for
 from workflows.errors import ErrorCode
+from workflows.known_messages import message_digests
 
 SECRET_TEXT = "dial tcp temporal.internal:7233 via https://user:hunter2@proxy"
 """Stands for what Temporal's and gRPC's messages may carry: never shown to a client."""
@@ -84,6 +86,7 @@ def test_json_within_the_limit_parses(body: bytes, value: object) -> None:
         b"1e999999",
         b'{"id": "\\ud800"}',
         b'["\\udc00\\ud800"]',
+        b'["ok", "\\uDBFF"]',
     ],
     ids=[
         "unterminated",
@@ -95,11 +98,38 @@ def test_json_within_the_limit_parses(body: bytes, value: object) -> None:
         "overflowing-number",
         "lone-surrogate",
         "reversed-surrogates",
+        "lone-surrogate-upper-case",
     ],
 )
 def test_json_that_is_not_utf8_json_is_a_value_error(body: bytes) -> None:
     with pytest.raises(ValueError):
         parse_json(body)
+
+
+# --- run keys ------------------------------------------------------------------------------
+
+
+def keyed(body: dict[str, object], principal: str = "alice") -> str:
+    run_input = RunAgentInput.model_validate(body)
+    return run_key_for(run_input, principal, message_digests(run_input.messages))
+
+
+def test_a_run_key_is_the_same_for_the_same_request_and_differs_for_any_other() -> None:
+    messages = [{"id": "m1", "role": "user", "content": "hi"}]
+    body = {"threadId": "t", "runId": "r", "messages": messages, "state": {"a": 1, "b": 2}}
+    key = keyed(body)
+    assert key.startswith("r:")
+    # Key order in the state is not a different request.
+    assert keyed({**body, "state": {"b": 2, "a": 1}}) == key
+    others = [
+        keyed(body, "bob"),
+        keyed({**body, "messages": [{**messages[0], "content": "hi!"}]}),
+        keyed({**body, "messages": [*messages, {"id": "m2", "role": "user", "content": "x"}]}),
+        keyed({**body, "state": {"a": 1}}),
+        keyed({**body, "runId": "r2"}),
+    ]
+    assert key not in others
+    assert len(set(others)) == len(others)
 
 
 # --- ids -----------------------------------------------------------------------------------
