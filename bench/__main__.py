@@ -46,6 +46,10 @@ CLIENTS = 64
 """The most clients any measurement runs at once. Each gets a connection of its own: with
 fewer, clients wait for the pool (unfairly: some starve), which the latencies would
 count as the engine's."""
+KEEPALIVE_SECONDS = 2.0
+"""How long the bench keeps an idle connection: well under uvicorn's keep-alive timeout
+(5 s, which httpx's default equals), so a request never goes out on a connection the
+gateway is closing that instant (an ``httpx.ReadError``)."""
 ROUNDS = 5
 """The measurements at c=1 and c=16 alternate in this many rounds (:func:`_alternating`)."""
 WARMUP_CYCLES = 16
@@ -158,7 +162,11 @@ def _http(stack: Stack) -> httpx.AsyncClient:
         base_url=stack.base_url,
         headers=stack.headers,
         timeout=30,
-        limits=httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS),
+        limits=httpx.Limits(
+            max_connections=CLIENTS,
+            max_keepalive_connections=CLIENTS,
+            keepalive_expiry=KEEPALIVE_SECONDS,
+        ),
     )
 
 
