@@ -155,6 +155,9 @@ class Settings(BaseSettings):
     """Where the demo agent's ``send_email`` posts emails (JSON); unset, sending is simulated."""
     log_format: LogFormat = "text"
     """``json`` for one JSON object per line, with thread and run ids (``logs.py``)."""
+    gateway_gc_threshold: int = Field(default=50_000, gt=0)
+    """Gateway: net allocations of container objects between two collections of Python's
+    young generation (``gateway/collector.py``); 700 is CPython's default."""
     metrics_bind_address: str | None = None
     """Worker: ``host:port`` where it serves Prometheus metrics (the Temporal SDK's and
     the workflows' own, e.g. ``agui_interrupts_opened_total``); unset, none. The gateway

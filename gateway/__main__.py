@@ -9,6 +9,7 @@ import uvicorn
 
 import logs
 import tracing
+from gateway import collector
 from gateway.app import create_app
 from gateway.auth import AuthConfigError
 from settings import Settings
@@ -17,6 +18,7 @@ from workflows.agents import EXAMPLES
 if __name__ == "__main__":
     settings = Settings()
     logs.configure(settings.log_format)
+    collector.configure(settings.gateway_gc_threshold)
     tracing.configure("agui-gateway")
     try:
         app = create_app(EXAMPLES, settings)
