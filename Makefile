@@ -12,7 +12,7 @@ INSTALLED := $(VENV)/.installed
 NODE_INSTALLED := tests/node/node_modules/.installed
 WEB_INSTALLED := gateway/web/node_modules/.installed
 
-.PHONY: run test unit install bench bench-waiting lint histories screenshots
+.PHONY: run test unit install bench bench-waiting bench-pair lint histories screenshots
 
 install: $(INSTALLED) $(NODE_INSTALLED) $(WEB_INSTALLED)
 
@@ -68,6 +68,12 @@ bench: $(INSTALLED)
 # for 100,000 on a 2-core machine. Not part of `make test` or `make bench`.
 bench-waiting: $(INSTALLED)
 	$(BIN)/python -m bench.waiting $(if $(THREADS),--threads $(THREADS))
+
+# Two builds at once, each as make run runs it, the cycles alternating between them
+# (docs/bench.md, "Two builds in pairs"): A=ref B=ref (default HEAD for both),
+# ARGS="--b-env GOGC=400" for the rest. ~1.5 minutes.
+bench-pair: $(INSTALLED)
+	$(BIN)/python -m bench.pair $(if $(A),--a $(A)) $(if $(B),--b $(B)) $(ARGS)
 
 lint: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet ruff==0.17.6 mypy==2.4.1

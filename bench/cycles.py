@@ -99,7 +99,7 @@ async def _resume(http: httpx.AsyncClient, body: dict[str, Any]) -> float:
     return latency
 
 
-async def _cycle(http: httpx.AsyncClient) -> float:
+async def cycle(http: httpx.AsyncClient) -> float:
     """One cycle on a new thread; returns the resume's latency in seconds."""
     _, body = await _pause(http)
     return await _resume(http, body)
@@ -114,7 +114,7 @@ async def measure_cycles(
 
     async def client(cycles: int) -> None:
         for _ in range(cycles):
-            latencies.append(await _cycle(http))
+            latencies.append(await cycle(http))
 
     return await metered(
         stack, latencies, (client(total // concurrency) for _ in range(concurrency))

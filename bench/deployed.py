@@ -134,12 +134,12 @@ async def deployed(directory: Path, streams_per_principal: int) -> AsyncIterator
         worker = await start(sys.executable, "worker.py")
         gateway = await start(sys.executable, "-m", "gateway")
         base_url = f"http://127.0.0.1:{gateway_port}"
-        await _healthy(base_url, started)
+        await healthy(base_url, started)
         await _registered(client)
         yield Deployed(client, settings, base_url, server.pid, worker.pid, gateway.pid, database)
     finally:
         for process in reversed(started):
-            await _stop(process)
+            await stop(process)
         logs.close()
 
 
@@ -155,7 +155,7 @@ async def _connected(address: str, settings: Settings) -> Client:
             await asyncio.sleep(0.2)
 
 
-async def _healthy(base_url: str, started: list[asyncio.subprocess.Process]) -> None:
+async def healthy(base_url: str, started: list[asyncio.subprocess.Process]) -> None:
     """Wait until the gateway answers ``/healthz`` with 200: it sees Temporal.
 
     Raises:
@@ -193,7 +193,7 @@ async def _registered(client: Client) -> None:
         await asyncio.sleep(0.2)
 
 
-async def _stop(process: asyncio.subprocess.Process) -> None:
+async def stop(process: asyncio.subprocess.Process) -> None:
     """SIGTERM, then SIGKILL after ``STOP_SECONDS``."""
     if process.returncode is not None:
         return
