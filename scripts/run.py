@@ -313,8 +313,11 @@ def keep_build() -> str:
     The worker runs from the copy, so editing the tree while ``make run`` runs changes
     nothing until the next start (a restarted worker included); and the next start can
     run this build again, beside its own, until the workflows pinned to it have moved.
+    A copy an earlier start left half made (stopped while copying) is deleted first.
     """
     BUILDS.mkdir(parents=True, exist_ok=True)
+    for unfinished in BUILDS.glob(".copy-*"):
+        shutil.rmtree(unfinished)
     copy = Path(tempfile.mkdtemp(prefix=".copy-", dir=BUILDS))
     copy_worker_code(copy)
     digest = hashlib.sha256()

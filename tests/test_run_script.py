@@ -299,7 +299,8 @@ def test_a_build_is_a_kept_copy_of_the_workers_code_named_by_its_digest(
     launcher: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``make run``'s worker runs from a copy of its code: the same code is the same build,
-    any change a new one, and the tree's caches are not part of it."""
+    any change a new one, the tree's caches are not part of it, and a copy an earlier
+    start left half made is not kept."""
     tree = tmp_path / "tree"
     for name in launcher.WORKER_CODE:
         if name.endswith(".py"):
@@ -311,6 +312,8 @@ def test_a_build_is_a_kept_copy_of_the_workers_code_named_by_its_digest(
             (tree / name / "__pycache__" / "cached.pyc").write_bytes(b"\0")
     monkeypatch.setattr(launcher, "ROOT", tree)
     monkeypatch.setattr(launcher, "BUILDS", tmp_path / "builds")
+    # A copy a start stopped while copying left behind.
+    (tmp_path / "builds" / ".copy-interrupted" / "workflows").mkdir(parents=True)
 
     first = launcher.keep_build()
     assert launcher.keep_build() == first
