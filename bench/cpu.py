@@ -17,22 +17,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+def children(pid: int) -> dict[int, list[bytes]]:
+    """The processes whose parent is ``pid``, each with its command line."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            if parent == pid:
+                found[int(stat.parent.name)] = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # it exited meanwhile
+    return found
+
+
 def server_pid() -> int:
     """The pid of the dev server this process started.
 
     Raises:
-        RuntimeError: Not exactly one child process named ``temporal``.
+        RuntimeError: Not exactly one child process running ``temporal``.
     """
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue  # it exited meanwhile
-        name = text[text.index("(") + 1 : text.rindex(")")]
-        parent = int(text[text.rindex(")") + 2 :].split()[1])
-        if parent == os.getpid() and name == "temporal":
-            found.append(int(stat.parent.name))
+    found = [pid for pid, argv in children(os.getpid()).items() if argv[0].endswith(b"temporal")]
     if len(found) != 1:
         raise RuntimeError(f"expected one dev server child process, found {found}")
     return found[0]

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.cpu import cpu_seconds
+from bench.cpu import children, cpu_seconds
 from bench.cycles import cycle
 from bench.deployed import ROOT, free_port, healthy, stop
 from bench.stats import Summary
@@ -95,20 +95,13 @@ def _checkout(ref: str, into: Path) -> None:
 def _children(pid: int) -> dict[str, int]:
     """The processes ``scripts/run.py`` (``pid``) started, by :data:`PROCESSES` name."""
     found: dict[str, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue  # it exited meanwhile
-        if parent != pid:
-            continue
+    for child, argv in children(pid).items():
         if argv[0].endswith(b"/temporal"):
-            found["temporal"] = int(stat.parent.name)
+            found["temporal"] = child
         elif argv[1:2] == [b"worker.py"]:
-            found["worker"] = int(stat.parent.name)
+            found["worker"] = child
         elif argv[1:3] == [b"-m", b"gateway"]:
-            found["gateway"] = int(stat.parent.name)
+            found["gateway"] = child
     if set(found) != set(PROCESSES):
         raise RuntimeError(f"expected {PROCESSES} under process {pid}, found {found}")
     return found
