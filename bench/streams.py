@@ -41,6 +41,7 @@ from bench.workflows import (
     StreamRunWorkflow,
     UpdateRunWorkflow,
 )
+from gateway.sent_messages import SentMessages
 from gateway.streaming import start_run
 from settings import Settings
 from workflows.agents.demo import DEMO
@@ -190,7 +191,8 @@ class Thread:
         """Start the run with update-with-start and stream it as the gateway does."""
         run_input = RunAgentInput.model_validate(self.conversation.next_input())
         start = time.perf_counter()
-        stream = await start_run(self.client, self.settings, DEMO, run_input, PRINCIPAL)
+        sent = SentMessages(run_input.messages)
+        stream = await start_run(self.client, self.settings, DEMO, run_input, PRINCIPAL, sent)
         first: float | None = None
         last: float | None = None
         async for page in stream.pages():

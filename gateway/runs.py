@@ -8,7 +8,13 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
-from ag_ui.core import PROTOCOL_VERSION, BaseEvent, RunAgentInput, RunStartedEvent
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    BaseEvent,
+    MessagesSnapshotEvent,
+    RunAgentInput,
+    RunStartedEvent,
+)
 from ag_ui.encoder import EventEncoder
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
@@ -38,6 +44,7 @@ from gateway.errors import (
     unknown_thread,
 )
 from gateway.limits import ID_RULE, id_problems, json_body
+from gateway.sent_messages import SentMessages
 from gateway.streaming import (
     RunStream,
     attach,
@@ -105,14 +112,15 @@ async def run_agent(
         "agui.thread_id": run_input.thread_id,
         "agui.run_id": run_input.run_id,
     }
+    sent = SentMessages(run_input.messages)
     # The trace's root: Temporal's interceptor continues it into the workflow.
     with tracer.start_as_current_span("AG-UI run", attributes=attributes):
         try:
-            stream = await start_run(client, settings, agent, run_input, principal.subject)
+            stream = await start_run(client, settings, agent, run_input, principal.subject, sent)
         except TEMPORAL_ERRORS as err:
             raise temporal_error(err, sent_input=True) from err
     pages = metrics.observe_run(agent.name, run_input, _guarded(run_input, stream))
-    return _sse(metrics.time_stream("/agents/{agent_id}", pages), compat)
+    return _sse(metrics.time_stream("/agents/{agent_id}", pages), compat, sent)
 
 
 @router.get(
@@ -221,22 +229,27 @@ async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator
             yield [(None, opening), *error]
 
 
-def _sse(pages: AsyncIterator[Page], compat: str | None = None) -> StreamingResponse:
+def _sse(
+    pages: AsyncIterator[Page], compat: str | None = None, sent: SentMessages | None = None
+) -> StreamingResponse:
     """An AG-UI event stream as a ``text/event-stream`` response, a chunk per page.
 
     Args:
         pages: The events to send, each with its SSE ``id``; an empty page sends a
             keepalive instead, a comment clients ignore.
         compat: ``"draft"`` to send interrupts in the earlier draft's shape too.
+        sent: The messages of the request the run came with, whose JSON the run's
+            ``MESSAGES_SNAPSHOT`` events reuse.
     """
     encoder = EventEncoder()
 
     def encode(seq: int | None, event: BaseEvent) -> str:
-        data = (
-            f"data: {json.dumps(encode_draft(event))}\n\n"
-            if compat == DRAFT
-            else encoder.encode(event)
-        )
+        if compat == DRAFT:
+            data = f"data: {json.dumps(encode_draft(event))}\n\n"
+        elif sent is not None and isinstance(event, MessagesSnapshotEvent):
+            data = sent.encode_snapshot(event)
+        else:
+            data = encoder.encode(event)
         return data if seq is None else f"id: {seq}\n{data}"
 
     async def body() -> AsyncIterator[str]:

@@ -57,6 +57,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from gateway.errors import accepted
+from gateway.sent_messages import SentMessages
 from settings import Settings
 from workflows import known_messages, search_attributes, visibility
 from workflows.admission import check_run
@@ -207,8 +208,8 @@ def run_key_for(run_input: RunAgentInput, principal: str, digests: Sequence[byte
     retrying a run gets its events instead of a second execution. The digest tells apart
     different requests that reuse a ``runId``, and different senders of one request. It
     is over the input without its messages, as canonical JSON, and the messages'
-    ``digests`` (``known_messages.message_digests``), which the gateway computes for the
-    run anyway: a long conversation is serialised once per run, not twice.
+    ``digests`` (``SentMessages.digests``), which the gateway computes for the run
+    anyway: a long conversation is serialised once per run, not twice.
     """
     rest = run_input.model_copy(update={"messages": []}).model_dump(mode="json", by_alias=True)
     canonical = json.dumps([principal, rest], sort_keys=True).encode()
@@ -504,6 +505,7 @@ async def start_run(
     agent: AgentDefinition,
     run_input: RunAgentInput,
     principal: str,
+    sent: SentMessages,
 ) -> RunStream:
     """Hand a run to its thread's workflow, starting the workflow on the thread's first run.
 
@@ -525,19 +527,21 @@ async def start_run(
     gateway can tell (``workflows.known_messages``); if the thread does not have them,
     it gets the run again, whole, from :meth:`RunStream.pages`.
 
+    Args:
+        sent: ``run_input``'s messages with their JSON and digests.
+
     Raises:
         RPCError: Temporal could not be reached.
         NotAccepted: No worker took the run within ``settings.accept_seconds``.
     """
     thread = thread_handle(client, run_input.thread_id)
     request = RunRequest(agent=agent.name, input=run_input, principal=principal)
-    digests = known_messages.message_digests(run_input.messages)
-    key = run_key_for(run_input, principal, digests)
+    key = run_key_for(run_input, principal, sent.digests)
     new_thread = ThreadState(thread_id=run_input.thread_id, agent=agent.name, owner=principal)
     if opens_thread(run_input) and _new_thread_rejects(new_thread, request, agent) is None:
         update = await _start_with_run(client, settings, request, key)
         return AcceptedRun(client, thread, update, settings.stream_poll_seconds)
-    known, rest = known_messages.split(run_input.messages, digests)
+    known, rest = known_messages.split(run_input.messages, sent.digests)
 
     async def send(request: RunRequest) -> WorkflowUpdateHandle[RunReply]:
         update = thread.start_update(

@@ -26,7 +26,6 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ag_ui.core import Message
 
-    from workflows.budgets import to_json
     from workflows.models import KnownMessages
 
 RESEND = "RESEND_MESSAGES"
@@ -39,12 +38,6 @@ def message_digest(encoded: bytes) -> bytes:
     return hashlib.sha256(encoded).digest()
 
 
-def message_digests(messages: Sequence[Message]) -> list[bytes]:
-    """Each message's digest, in order: what :func:`split` and the gateway's run key are
-    computed from, so a run's messages are serialised once."""
-    return [message_digest(to_json(message)) for message in messages]
-
-
 def prefix_digest(digests: Sequence[bytes]) -> str:
     """The digest of a conversation's first messages, from theirs, in order."""
     return hashlib.sha256(b"".join(digests)).hexdigest()
@@ -53,8 +46,8 @@ def prefix_digest(digests: Sequence[bytes]) -> str:
 def split(
     messages: Sequence[Message], digests: Sequence[bytes]
 ) -> tuple[KnownMessages | None, list[Message]]:
-    """What the gateway expects the thread to know of ``messages`` (whose
-    :func:`message_digests` are ``digests``), and the rest to send.
+    """What the gateway expects the thread to know of ``messages`` (each one's
+    :func:`message_digest` in ``digests``), and the rest to send.
 
     The thread's last ``MESSAGES_SNAPSHOT`` ends with its agent's reply, and what a
     client adds comes after it; so the known prefix ends at the last ``assistant``

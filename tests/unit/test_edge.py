@@ -24,9 +24,9 @@ from gateway.errors import (
     temporal_error,
 )
 from gateway.limits import MAX_JSON_DEPTH, StreamSlots, id_problems, parse_json, valid_id
+from gateway.sent_messages import SentMessages
 from gateway.streaming import run_key_for
 from workflows.errors import ErrorCode
-from workflows.known_messages import message_digests
 
 SECRET_TEXT = "dial tcp temporal.internal:7233 via https://user:hunter2@proxy"
 """Stands for what Temporal's and gRPC's messages may carry: never shown to a client."""
@@ -111,7 +111,7 @@ def test_json_that_is_not_utf8_json_is_a_value_error(body: bytes) -> None:
 
 def keyed(body: dict[str, object], principal: str = "alice") -> str:
     run_input = RunAgentInput.model_validate(body)
-    return run_key_for(run_input, principal, message_digests(run_input.messages))
+    return run_key_for(run_input, principal, SentMessages(run_input.messages).digests)
 
 
 def test_a_run_key_is_the_same_for_the_same_request_and_differs_for_any_other() -> None:
