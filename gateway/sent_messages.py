@@ -48,5 +48,5 @@ class SentMessages:
         for index, message in enumerate(event.messages):
             own = index < len(self.messages) and message is self.messages[index]
             parts.append(self.json[index] if own else to_json(message))
-        body = b",".join(parts).decode()
-        return f"data: {head[: -len('[]}')]}[{body}]}}\n\n"
+        opening = head.removesuffix("[]}")
+        return f"data: {opening}[{b','.join(parts).decode()}]}}\n\n"
