@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, NoReturn
 
+import uvloop
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
@@ -341,8 +342,14 @@ async def main(agents: Iterable[AgentDefinition] = EXAMPLES) -> None:
 
 
 def serve(agents: Iterable[AgentDefinition] = EXAMPLES) -> NoReturn:
-    """Run the worker process (:func:`main`) to its end, then exit."""
-    asyncio.run(main(agents))
+    """Run the worker process (:func:`main`) to its end, then exit.
+
+    On uvloop rather than asyncio's own loop: the worker's loop relays every workflow
+    task and activity between the Temporal core and Python, and uvloop does that for less
+    CPU (``docs/bench.md``, "The event loop"). Workflow code is not affected: the SDK runs
+    each workflow on its own deterministic loop.
+    """
+    uvloop.run(main(agents))
     # The worker has drained and stopped. Skip interpreter teardown: the Temporal core's
     # native threads can outlive it and abort CPython's finalization (SIGABRT).
     logging.shutdown()

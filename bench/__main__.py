@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass
 
 import httpx
+import uvloop
 from pydantic import SecretStr
 
 import codec
@@ -306,7 +307,8 @@ def _payload_keys(codec_flag: str | None) -> SecretStr | None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    # On uvloop, as the worker and the gateway run in their own processes.
+    uvloop.run(main())
     # Everything has stopped. Skip interpreter teardown, as worker.py does: the Temporal
     # core's native threads can outlive it and abort CPython's finalization.
     sys.stdout.flush()

@@ -24,10 +24,14 @@ if __name__ == "__main__":
         app = create_app(EXAMPLES, settings)
     except AuthConfigError as error:
         sys.exit(f"gateway: {error}")
-    # log_config=None: uvicorn's loggers go through the format configured above.
+    # log_config=None: uvicorn's loggers go through the format configured above. uvloop
+    # and httptools, not asyncio's loop and h11: less CPU for every request and every
+    # event the gateway relays (docs/bench.md, "The event loop").
     uvicorn.run(
         app,
         host=settings.gateway_host,
         port=settings.gateway_port,
         log_config=None,
+        loop="uvloop",
+        http="httptools",
     )
