@@ -12,7 +12,7 @@ JSON Patch from the one before; :meth:`EventLog.sequenced` gives them back whole
 from __future__ import annotations
 
 import bisect
-import copy
+import json
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -68,12 +68,13 @@ class EventLog:
         self._message_ids = {message.id for message in thread.messages}
         self._dropped_ids = set(thread.dropped_message_ids)
         encoded = [budgets.to_json(message) for message in thread.messages]
-        self._message_sizes = [len(json) for json in encoded]
-        self._message_digests = [message_digest(json) for json in encoded]
-        self._state: tuple[int, Any] | None = None
-        """The ``seq`` and snapshot of the ``STATE_SNAPSHOT`` last logged or rebuilt:
-        the next one's patch is made from it, and rebuilding those after it starts
-        there. Never handed out: callers get copies."""
+        self._message_sizes = [len(data) for data in encoded]
+        self._message_digests = [message_digest(data) for data in encoded]
+        self._state: tuple[int, bytes] | None = None
+        """The ``seq`` of the ``STATE_SNAPSHOT`` last logged or rebuilt, and its snapshot
+        as JSON (``budgets.to_json``): the next one's patch is made from it, rebuilding
+        those after it starts there, and callers get copies decoded from it, which cost
+        a fraction of a deep copy."""
 
     def knows(self, message_id: str) -> bool:
         """Whether the conversation has (or had, and dropped) the message ``message_id``."""
@@ -127,17 +128,22 @@ class EventLog:
         """``item``, a ``STATE_SNAPSHOT``, as the log keeps it: with a copy of its
         snapshot (an agent may go on changing the state it snapshotted) if it is the
         log's first, else as the patch from the previous one."""
-        snapshot = copy.deepcopy(event.snapshot)
+        encoded = budgets.to_json(event.snapshot)
+        snapshot = json.loads(encoded)
         previous = self._last_state_at(len(self._thread.events))
-        base = None if previous is None else self._state_at(previous)
-        self._state = (item.seq, snapshot)
-        if previous is None:
+        base = None if previous is None else self._state_json_at(previous)
+        self._state = (item.seq, encoded)
+        if base is None:
             whole = event.model_copy(update={"snapshot": snapshot})
             return item.model_copy(update={"event": whole})
-        # Most runs leave the state as they found it: a comparison of the two as JSON
-        # (where 1 and true differ) is much cheaper than the patch library's diff.
-        same = budgets.to_json(base) == budgets.to_json(snapshot)
-        patch = [] if same else jsonpatch.make_patch(base, snapshot).patch
+        # Most runs leave the state as they found it: comparing the two as JSON (where
+        # 1 and true differ) is much cheaper than the patch library's diff, which is
+        # given the same JSON to compare values by, for the same reason.
+        patch = (
+            []
+            if base == encoded
+            else jsonpatch.JsonPatch.from_diff(json.loads(base), snapshot, dumps=_json_text).patch
+        )
         return item.model_copy(
             update={"event": event.model_copy(update={"snapshot": None}), "state_patch": patch}
         )
@@ -158,8 +164,12 @@ class EventLog:
         return None
 
     def _state_at(self, index: int) -> Any:
-        """The snapshot of the ``STATE_SNAPSHOT`` at ``index``, rebuilt from the last
-        whole one before it (or the one last rebuilt) by its patches; a copy."""
+        """The snapshot of the ``STATE_SNAPSHOT`` at ``index``; a copy."""
+        return json.loads(self._state_json_at(index))
+
+    def _state_json_at(self, index: int) -> bytes:
+        """The snapshot of the ``STATE_SNAPSHOT`` at ``index`` as JSON, rebuilt from the
+        last whole one before it (or the one last rebuilt) by its patches."""
         events = self._thread.events
         patches: list[list[dict[str, Any]]] = []
         at: int | None = index
@@ -169,18 +179,20 @@ class EventLog:
                 base = self._state[1]
                 break
             if item.state_patch is None:
-                base = item.event.snapshot  # type: ignore[union-attr]
+                base = budgets.to_json(item.event.snapshot)  # type: ignore[union-attr]
                 break
             patches.append(item.state_patch)
             at = self._last_state_at(at)
         else:
             raise AssertionError("the log's first STATE_SNAPSHOT is kept whole")
-        state = copy.deepcopy(base)
+        if not patches:
+            return base
+        state = json.loads(base)
         for patch in reversed(patches):
             state = jsonpatch.apply_patch(state, patch, in_place=True)
-        if patches:
-            self._state = (events[index].seq, copy.deepcopy(state))
-        return state
+        encoded = budgets.to_json(state)
+        self._state = (events[index].seq, encoded)
+        return encoded
 
     def append_messages_snapshot(self, run: RunRecord) -> None:
         """Append the whole conversation, logged by its length (see ``LoggedEvent``)."""
@@ -273,3 +285,9 @@ class EventLog:
         no more of them than one that continued as new."""
         kept = self.carried(runs)
         self._thread.runs, self._thread.events = kept.runs, kept.events
+
+
+def _json_text(value: Any) -> str:
+    """``value`` as ``budgets.to_json`` writes it: what the patch library compares values
+    by, instead of its ``json.dumps``, which costs several times as much."""
+    return budgets.to_json(value).decode()
