@@ -12,7 +12,6 @@ JSON Patch from the one before; :meth:`EventLog.sequenced` gives them back whole
 from __future__ import annotations
 
 import bisect
-import json
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -21,6 +20,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     import jsonpatch
+    import pydantic_core
     from ag_ui.core import (
         Event,
         Message,
@@ -129,7 +129,7 @@ class EventLog:
         snapshot (an agent may go on changing the state it snapshotted) if it is the
         log's first, else as the patch from the previous one."""
         encoded = budgets.to_json(event.snapshot)
-        snapshot = json.loads(encoded)
+        snapshot = pydantic_core.from_json(encoded)
         previous = self._last_state_at(len(self._thread.events))
         base = None if previous is None else self._state_json_at(previous)
         self._state = (item.seq, encoded)
@@ -142,7 +142,9 @@ class EventLog:
         patch = (
             []
             if base == encoded
-            else jsonpatch.JsonPatch.from_diff(json.loads(base), snapshot, dumps=_json_text).patch
+            else jsonpatch.JsonPatch.from_diff(
+                pydantic_core.from_json(base), snapshot, dumps=_json_text
+            ).patch
         )
         return item.model_copy(
             update={"event": event.model_copy(update={"snapshot": None}), "state_patch": patch}
@@ -165,7 +167,7 @@ class EventLog:
 
     def _state_at(self, index: int) -> Any:
         """The snapshot of the ``STATE_SNAPSHOT`` at ``index``; a copy."""
-        return json.loads(self._state_json_at(index))
+        return pydantic_core.from_json(self._state_json_at(index))
 
     def _state_json_at(self, index: int) -> bytes:
         """The snapshot of the ``STATE_SNAPSHOT`` at ``index`` as JSON, rebuilt from the
@@ -187,7 +189,7 @@ class EventLog:
             raise AssertionError("the log's first STATE_SNAPSHOT is kept whole")
         if not patches:
             return base
-        state = json.loads(base)
+        state = pydantic_core.from_json(base)
         for patch in reversed(patches):
             state = jsonpatch.apply_patch(state, patch, in_place=True)
         encoded = budgets.to_json(state)
