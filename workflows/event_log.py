@@ -131,7 +131,7 @@ class EventLog:
         encoded = budgets.to_json(event.snapshot)
         snapshot = pydantic_core.from_json(encoded)
         previous = self._last_state_at(len(self._thread.events))
-        base = None if previous is None else self._state_json_at(previous)
+        base = None if previous is None else self._state_at(previous)
         self._state = (item.seq, encoded)
         if base is None:
             whole = event.model_copy(update={"snapshot": snapshot})
@@ -155,7 +155,8 @@ class EventLog:
         if item.state_patch is None:
             return item.event
         index = item.seq - self._thread.events[0].seq
-        return item.event.model_copy(update={"snapshot": self._state_at(index)})
+        snapshot = pydantic_core.from_json(self._state_at(index))
+        return item.event.model_copy(update={"snapshot": snapshot})
 
     def _last_state_at(self, end: int) -> int | None:
         """The index of the log's last ``STATE_SNAPSHOT`` before index ``end``."""
@@ -165,11 +166,7 @@ class EventLog:
                 return index
         return None
 
-    def _state_at(self, index: int) -> Any:
-        """The snapshot of the ``STATE_SNAPSHOT`` at ``index``; a copy."""
-        return pydantic_core.from_json(self._state_json_at(index))
-
-    def _state_json_at(self, index: int) -> bytes:
+    def _state_at(self, index: int) -> bytes:
         """The snapshot of the ``STATE_SNAPSHOT`` at ``index`` as JSON, rebuilt from the
         last whole one before it (or the one last rebuilt) by its patches."""
         events = self._thread.events
