@@ -62,11 +62,17 @@ WORKFLOWS: Sequence[type] = [ThreadWorkflow, SubagentWorkflow, RetentionSweep]
 log = logging.getLogger("agui.worker")
 
 
-async def ensure_search_attributes(client: Client) -> None:
-    """Register the engine's search attributes in the client's namespace if missing.
+async def ensure_search_attributes(client: Client, timeout: float = 30) -> None:
+    """Register the engine's search attributes in the client's namespace if missing, and
+    return once the server takes them.
 
     Idempotent. A thread workflow cannot set an unregistered attribute, so the worker
-    refuses to start without them rather than leave threads stuck.
+    refuses to start without them rather than leave threads stuck. A server learns of a
+    registration when its services next read the namespace, every
+    ``system.namespaceCacheRefreshInterval`` (2 s in the embedded server, which no longer
+    reads them on every use: ``settings.EMBEDDED_DYNAMIC_CONFIG``); a workflow task that
+    sets one before then fails and is retried seconds later. So this waits, for up to
+    ``timeout`` seconds, until a visibility query naming every attribute is accepted.
     """
     existing = await client.operator_service.list_search_attributes(
         ListSearchAttributesRequest(namespace=client.namespace)
@@ -75,6 +81,18 @@ async def ensure_search_attributes(client: Client) -> None:
     if missing:
         await register_search_attributes(client, missing)
         log.info("registered search attributes %s", sorted(key.name for key in missing))
+    query = " AND ".join(f"{key.name} IS NULL" for key in search_attributes.ALL)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            await client.count_workflows(query)
+            return
+        except RPCError as err:
+            # Not seen yet: INVALID_ARGUMENT ("invalid search attribute").
+            if loop.time() > deadline or err.status != RPCStatusCode.INVALID_ARGUMENT:
+                raise
+        await asyncio.sleep(0.05)
 
 
 async def register_search_attributes(

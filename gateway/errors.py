@@ -145,6 +145,12 @@ UNREACHABLE = frozenset(
 REFUSED_INPUT = frozenset({RPCStatusCode.INVALID_ARGUMENT, RPCStatusCode.OUT_OF_RANGE})
 """Statuses of a call Temporal refused for what it carried: for a run, its input's
 size (the gateway sends nothing else a client controls that Temporal limits)."""
+UNKNOWN_SEARCH_ATTRIBUTE = "search attribute"
+"""What Temporal's refusals naming a search attribute say (an ``INVALID_ARGUMENT`` with no
+detail to tell them apart): a thread's start that sets the engine's, or a listing that
+filters by them, before the namespace has them (``worker.ensure_search_attributes``
+registers them at start). The values the gateway sets are its own and bounded, so the
+refusal is never about a client's input."""
 NO_POLLER = "no poller seen for task queue recently"
 """How Temporal refuses a query that no worker of the thread's task queue (under Worker
 Versioning: of its build) has polled for lately: a ``FAILED_PRECONDITION`` with no
@@ -247,10 +253,11 @@ def temporal_error(err: Exception, *, sent_input: bool = False) -> ApiError:
     """The HTTP error for a failed Temporal call, told apart by its gRPC status.
 
     Temporal unreachable (or a worker, for reads) is 503 ``TEMPORAL_UNAVAILABLE``, and so
-    is a cluster that says it is overloaded; a rate limit of the namespace or the thread
-    (e.g. too many runs in flight on it) is 429 ``TOO_MANY_REQUESTS``; input Temporal
-    refuses (too large for a payload or a gRPC message) is 413 ``INPUT_TOO_LARGE``;
-    anything else is 500 ``INTERNAL``. The client gets an error id, the log the error.
+    is a cluster that says it is overloaded or lacks the engine's search attributes; a
+    rate limit of the namespace or the thread (e.g. too many runs in flight on it) is 429
+    ``TOO_MANY_REQUESTS``; input Temporal refuses (too large for a payload or a gRPC
+    message) is 413 ``INPUT_TOO_LARGE``; anything else is 500 ``INTERNAL``. The client
+    gets an error id, the log the error.
 
     Args:
         err: What the call raised (one of :data:`TEMPORAL_ERRORS`).
@@ -296,6 +303,12 @@ _NOT_ACCEPTED = (
     GatewayErrorCode.THREAD_UNAVAILABLE,
     "No worker took the request in time; send the same request again later",
 )
+_NOT_SET_UP = (
+    503,
+    GatewayErrorCode.TEMPORAL_UNAVAILABLE,
+    "Temporal is not set up for the engine yet (a worker registers its search attributes "
+    "when it starts); try again later",
+)
 _INPUT_TOO_LARGE = (
     413,
     GatewayErrorCode.INPUT_TOO_LARGE,
@@ -318,6 +331,8 @@ def _classified(err: Exception, sent_input: bool) -> tuple[int, GatewayErrorCode
         return _THREAD_UNAVAILABLE
     if err.status == RPCStatusCode.FAILED_PRECONDITION and NO_POLLER in err.message:
         return _NO_WORKER
+    if err.status == RPCStatusCode.INVALID_ARGUMENT and UNKNOWN_SEARCH_ATTRIBUTE in err.message:
+        return _NOT_SET_UP
     if err.status == RPCStatusCode.RESOURCE_EXHAUSTED:
         scope = _exhausted_scope(err)
         if scope == ResourceExhaustedScope.RESOURCE_EXHAUSTED_SCOPE_SYSTEM:

@@ -27,6 +27,7 @@ once, without first trying a plain update that would only find no workflow.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -605,17 +606,22 @@ async def _start_with_run(
 ) -> WorkflowUpdateHandle[RunReply]:
     """Hand ``request`` to its thread with update-with-start, which starts the thread's
     workflow if there is none (or it has ended)."""
-    run_input = request.input
+    start = _start_thread(settings, request.agent, request.input.thread_id, request.principal)
     update = client.start_update_with_start_workflow(
         ThreadWorkflow.run_agent,
         request,
         id=key,
-        start_workflow_operation=_start_thread(
-            settings, request.agent, run_input.thread_id, request.principal
-        ),
+        start_workflow_operation=start,
         wait_for_stage=WorkflowUpdateStage.ACCEPTED,
     )
-    return await accepted(update, settings.accept_seconds)
+    try:
+        return await accepted(update, settings.accept_seconds)
+    except RPCError:
+        # The SDK fails the start's own handle with the same error: take it, or asyncio
+        # logs it as never retrieved.
+        with contextlib.suppress(RPCError):
+            await start.workflow_handle()
+        raise
 
 
 def _start_thread(

@@ -1,10 +1,10 @@
 """``make run``: the whole system in one terminal.
 
 Starts the embedded Temporal dev server (unless ``TEMPORAL_ADDRESS`` names one already
-running), the worker and the gateway; restarts the worker or gateway if either dies, as a
-process manager would; and on Ctrl-C or SIGTERM stops them in order: gateway, worker,
-then Temporal, whose SQLite files (the database and its ``-wal`` beside it) the next
-``make run`` reads back with every thread.
+running) with the engine's search attributes registered, the worker and the gateway;
+restarts the worker or gateway if either dies, as a process manager would; and on Ctrl-C
+or SIGTERM stops them in order: gateway, worker, then Temporal, whose SQLite files (the
+database and its ``-wal`` beside it) the next ``make run`` reads back with every thread.
 
 The worker runs as a build of a Worker Deployment, from a copy of its code kept in
 ``.data/builds``: threads stay pinned to the code that ran them, and a start with changed
@@ -51,7 +51,7 @@ from gateway.tokens import (
     mint,
 )
 from settings import Settings, embedded_server_flags
-from worker import promote_build
+from worker import ensure_search_attributes, promote_build
 from workflows.versioning import UPGRADE_SIGNAL
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -407,6 +407,14 @@ async def retire(
     shutil.rmtree(kept)
 
 
+async def register_search_attributes(env: dict[str, str]) -> None:
+    """Register the engine's search attributes on the embedded server, and wait until it
+    takes them, before the worker and the gateway start: a run the gateway took before
+    then would be refused (``worker.ensure_search_attributes``)."""
+    client = await Client.connect(**ClientConfig.load_client_connect_config(override_env_vars=env))
+    await ensure_search_attributes(client)
+
+
 def temporal_argv(settings: Settings, codec_endpoint: str) -> list[str]:
     """The embedded dev server's command line, with its SQLite pragmas.
 
@@ -468,6 +476,7 @@ async def main(settings: Settings, embedded: bool) -> None:
                 await wait_until_up(
                     f"http://{TEMPORAL_HOST}:{settings.temporal_ui_port}", "Temporal"
                 )
+                await register_search_attributes(env)
         await wait_until_up(f"http://127.0.0.1:{gateway_port}/healthz", "The gateway")
         log("up:")
         if embedded:
