@@ -58,11 +58,11 @@ EMBEDDED_DYNAMIC_CONFIG: dict[str, object] = {
   a second: the dev server has one history shard, so at the default every such hand-off
   waited for the shard's next read, ~25 ms on average (``docs/operations.md``, "Storage
   settings of the embedded server").
-- Keep the search attributes' definitions in memory, as every Temporal server does: the
-  CLI's dev server otherwise reads them from its SQLite file at each use, about thirty
-  reads per interrupt cycle. A newly registered attribute then takes up to the
-  namespace cache's refresh interval (2 s) to be usable, which
-  ``worker.ensure_search_attributes`` waits for."""
+- Keep the search attributes' definitions in memory, Temporal's default: the CLI's dev
+  server otherwise reads them from its SQLite file at each use, about thirty reads per
+  interrupt cycle. A newly registered attribute then takes up to the namespace cache's
+  refresh interval (2 s) to be usable, which ``worker.ensure_search_attributes`` waits
+  for."""
 
 
 def embedded_server_flags(
