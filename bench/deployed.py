@@ -26,12 +26,11 @@ from pathlib import Path
 
 import httpx
 from pydantic import SecretStr
-from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 
 from bench.stack import TEMPORAL_CLI
 from settings import Settings, embedded_server_flags
-from workflows import search_attributes
+from worker import ensure_search_attributes
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP_SECONDS = 60.0
@@ -72,10 +71,14 @@ def rss_bytes(pid: int) -> int:
 
 
 @asynccontextmanager
-async def deployed(directory: Path, streams_per_principal: int) -> AsyncIterator[Deployed]:
+async def deployed(directory: Path, clients: int) -> AsyncIterator[Deployed]:
     """Start the dev server on ``directory/temporal.sqlite``, then the worker and the
-    gateway (which lets one principal hold ``streams_per_principal`` streams); stop
-    them in the reverse order on exit.
+    gateway, for one principal's ``clients`` clients at once; stop them in the reverse
+    order on exit.
+
+    The gateway lets the principal hold twice as many streams: a client that has read a
+    stream to its end may send its next run before the gateway has let go of the last
+    one, which at exactly ``clients`` it would answer with 429.
 
     Raises:
         RuntimeError: A process did not come up within ``STARTUP_SECONDS``.
@@ -86,7 +89,7 @@ async def deployed(directory: Path, streams_per_principal: int) -> AsyncIterator
     settings = Settings(
         task_queue=f"bench-waiting-{uuid.uuid4()}",
         auth_hs256_secret=SecretStr(secrets.token_urlsafe(32)),
-        max_streams_per_principal=streams_per_principal,
+        max_streams_per_principal=2 * clients,
         payload_keys=None,
     )
     secret = settings.auth_hs256_secret
@@ -99,7 +102,7 @@ async def deployed(directory: Path, streams_per_principal: int) -> AsyncIterator
         "TEMPORAL_ADDRESS": address,
         "AGUI_TASK_QUEUE": settings.task_queue,
         "AGUI_AUTH_HS256_SECRET": secret.get_secret_value(),
-        "AGUI_MAX_STREAMS_PER_PRINCIPAL": str(streams_per_principal),
+        "AGUI_MAX_STREAMS_PER_PRINCIPAL": str(settings.max_streams_per_principal),
         "AGUI_GATEWAY_HOST": "127.0.0.1",
         "AGUI_GATEWAY_PORT": str(gateway_port),
     }
@@ -131,11 +134,12 @@ async def deployed(directory: Path, streams_per_principal: int) -> AsyncIterator
     try:
         server = await start(*server_argv)
         client = await _connected(address, settings)
+        # Usable before the first run, as ``make run`` does (``scripts/run.py``).
+        await ensure_search_attributes(client)
         worker = await start(sys.executable, "worker.py")
         gateway = await start(sys.executable, "-m", "gateway")
         base_url = f"http://127.0.0.1:{gateway_port}"
         await healthy(base_url, started)
-        await _registered(client)
         yield Deployed(client, settings, base_url, server.pid, worker.pid, gateway.pid, database)
     finally:
         for process in reversed(started):
@@ -175,22 +179,6 @@ async def healthy(base_url: str, started: list[asyncio.subprocess.Process]) -> N
             if time.monotonic() > deadline:
                 raise RuntimeError("the gateway did not become healthy")
             await asyncio.sleep(0.2)
-
-
-async def _registered(client: Client) -> None:
-    """Wait until the worker has registered the engine's search attributes, which a
-    thread cannot start without."""
-    deadline = time.monotonic() + STARTUP_SECONDS
-    wanted = {key.name for key in search_attributes.ALL}
-    while True:
-        listed = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=client.namespace)
-        )
-        if wanted <= set(listed.custom_attributes):
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError("the worker did not register the search attributes")
-        await asyncio.sleep(0.2)
 
 
 async def stop(process: asyncio.subprocess.Process) -> None:
