@@ -407,7 +407,7 @@ async def retire(
     shutil.rmtree(kept)
 
 
-async def register_search_attributes(env: dict[str, str]) -> None:
+async def search_attributes_ready(env: dict[str, str]) -> None:
     """Register the engine's search attributes on the embedded server, and wait until it
     takes them, before the worker and the gateway start: a run the gateway took before
     then would be refused (``worker.ensure_search_attributes``)."""
@@ -476,7 +476,7 @@ async def main(settings: Settings, embedded: bool) -> None:
                 await wait_until_up(
                     f"http://{TEMPORAL_HOST}:{settings.temporal_ui_port}", "Temporal"
                 )
-                await register_search_attributes(env)
+                await search_attributes_ready(env)
         await wait_until_up(f"http://127.0.0.1:{gateway_port}/healthz", "The gateway")
         log("up:")
         if embedded:
