@@ -1,8 +1,8 @@
 """Conversation growth: what a thread's later turns cost against its early ones.
 
 One thread, driven as a real client drives it (:class:`~bench.conversation.Conversation`:
-the whole conversation resent, ``MESSAGES_SNAPSHOT`` adopted); each turn is an interrupt
-cycle: a run that pauses on one approval, then the resume that approves it. At each mark
+the whole conversation and the state resent, the snapshots adopted); each turn is an
+interrupt cycle: a run that pauses on one approval, then the resume that approves it. At each mark
 it takes the history bytes of the workflow runs that served the turn
 (:func:`~bench.history.served_runs`), and over a window of turns around it (one turn is
 noisy) the resume's latency (``resume -> RUN_FINISHED``) and the CPU the whole stack
@@ -65,7 +65,7 @@ class Growth:
 
 
 async def _stream(http: httpx.AsyncClient, conversation: Conversation, body: dict[str, Any]) -> Any:
-    """Post a run, adopt its ``MESSAGES_SNAPSHOT``; its ``RUN_FINISHED`` event.
+    """Post a run, adopt its snapshots; its ``RUN_FINISHED`` event.
 
     Raises:
         RuntimeError: The run did not finish with ``RUN_FINISHED``.
@@ -75,9 +75,8 @@ async def _stream(http: httpx.AsyncClient, conversation: Conversation, body: dic
             if not line.startswith("data:"):
                 continue
             event = json.loads(line.removeprefix("data:"))
-            if event["type"] == "MESSAGES_SNAPSHOT":
-                conversation.remember(event["messages"])
-            elif event["type"] == "RUN_FINISHED":
+            conversation.adopt(event)
+            if event["type"] == "RUN_FINISHED":
                 return event
     raise RuntimeError(f"the stream of {body['runId']} ended without RUN_FINISHED")
 

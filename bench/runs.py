@@ -40,9 +40,8 @@ async def post_run(http: httpx.AsyncClient, conversation: Conversation) -> RunTi
             now = time.perf_counter() - start
             first = now if first is None else first
             event = json.loads(line.removeprefix("data:"))
-            if event["type"] == "MESSAGES_SNAPSHOT":
-                conversation.remember(event["messages"])
-            elif event["type"] == "RUN_FINISHED":
+            conversation.adopt(event)
+            if event["type"] == "RUN_FINISHED":
                 finished = now
             elif event["type"] == "RUN_ERROR":
                 raise RuntimeError(f"run failed: {event}")

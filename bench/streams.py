@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Protocol, cast
 
-from ag_ui.core import MessagesSnapshotEvent, RunAgentInput, RunFinishedEvent
+from ag_ui.core import MessagesSnapshotEvent, RunAgentInput, RunFinishedEvent, StateSnapshotEvent
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateStage
 from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
 
@@ -200,12 +200,9 @@ class Thread:
             first = now if first is None else first
             for item in page:
                 event = item.event
-                if isinstance(event, MessagesSnapshotEvent):
-                    self.conversation.remember(
-                        [
-                            m.model_dump(mode="json", by_alias=True, exclude_none=True)
-                            for m in event.messages
-                        ]
+                if isinstance(event, MessagesSnapshotEvent | StateSnapshotEvent):
+                    self.conversation.adopt(
+                        event.model_dump(mode="json", by_alias=True, exclude_none=True)
                     )
                 elif isinstance(event, RunFinishedEvent):
                     last = now
