@@ -60,7 +60,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from gateway.errors import accepted
 from gateway.sent_messages import SentMessages
 from settings import Settings
-from workflows import known_messages, search_attributes, visibility
+from workflows import known_messages, known_state, search_attributes, visibility
 from workflows.admission import check_run
 from workflows.models import (
     EventPage,
@@ -243,19 +243,24 @@ class AcceptedRun:
         poll_seconds: float,
         resend: Callable[[], Awaitable[WorkflowUpdateHandle[RunReply]]] | None = None,
         messages: Sequence[Message] = (),
+        state: dict[str, Any] | None = None,
     ) -> None:
         """
         Args:
-            resend: Sends the run again with the whole conversation, for a run sent
-                without the messages its thread has (``workflows.known_messages``),
-                which the thread rejects when it does not have them.
+            resend: Sends the run again whole, for a run sent without the messages or
+                the state its thread has (``workflows.known_messages``,
+                ``workflows.known_state``), which the thread rejects when it does not
+                have them.
             messages: The client's conversation, whose first messages fill in the
                 snapshots of a reply that leaves them out.
+            state: The client's state, left out of the run, from which the state
+                snapshots of its reply are made whole.
         """
         self._client = client
         self._thread = thread
         self._resend = resend
         self._messages = messages
+        self._state = state
         self._poll_seconds = poll_seconds
         self._handed(update)
 
@@ -312,19 +317,28 @@ class AcceptedRun:
                 if page.events:
                     after = page.events[-1].seq
                     yield page.events
-            reply = result.result()
-            rest = [
-                _with_prefix(item, self._messages[: reply.snapshot_prefix])
-                if reply.snapshot_prefix
-                else item
-                for item in reply.events
-                if item.seq > after
-            ]
+            rest = [item for item in self._whole(result.result()) if item.seq > after]
             if rest:
                 yield rest
         finally:
             result.cancel()
 
+    def _whole(self, reply: RunReply) -> list[SequencedEvent]:
+        """The events of ``reply`` with their snapshots whole: what it left out of them
+        is the client's."""
+        events = reply.events
+        if reply.snapshot_prefix:
+            prefix = self._messages[: reply.snapshot_prefix]
+            events = [_with_prefix(item, prefix) for item in events]
+        if reply.state_patches is not None:
+            assert self._state is not None, "a thread patches only the state it was sent"
+            events = known_state.fill_in(events, self._state, reply.state_patches)
+        return events
+
+
+RUN_AGENT = "run_agent"
+"""The name of the thread's update for a run sent with its state
+(``ThreadWorkflow.run_agent``)."""
 
 _UNREAD: set[asyncio.Future[EventPage]] = set()
 """Queries whose answers no stream reads any more, held until they are answered."""
@@ -344,12 +358,18 @@ def _forget(query: asyncio.Future[EventPage]) -> None:
 
 
 def _asks_resend(result: asyncio.Future[RunReply]) -> bool:
-    """Whether the thread rejected the run for leaving out messages it does not have."""
+    """Whether the thread rejected the run for leaving out messages or a state it does
+    not have, or, on a build older than ``workflows.known_state``, for coming as an
+    update it has no handler for (which the SDK rejects as a ``RuntimeError``, a type
+    the thread's own rejections never have)."""
     error = result.exception()
-    return (
-        isinstance(error, WorkflowUpdateFailedError)
-        and isinstance(error.cause, ApplicationError)
-        and error.cause.type == known_messages.RESEND
+    if not (
+        isinstance(error, WorkflowUpdateFailedError) and isinstance(error.cause, ApplicationError)
+    ):
+        return False
+    cause = error.cause
+    return cause.type == known_messages.RESEND or (
+        cause.type == "RuntimeError" and known_state.RUN_ON_KNOWN_STATE in cause.message
     )
 
 
@@ -524,9 +544,10 @@ async def start_run(
     started by the run belongs to ``principal``; on anyone else's thread the run is
     rejected as if there were none.
 
-    An existing thread gets the run without the messages it has already, as far as the
-    gateway can tell (``workflows.known_messages``); if the thread does not have them,
-    it gets the run again, whole, from :meth:`RunStream.pages`.
+    An existing thread gets the run without the messages and the state it has already,
+    as far as the gateway can tell (``workflows.known_messages``,
+    ``workflows.known_state``); if the thread does not have them, it gets the run again,
+    whole, from :meth:`RunStream.pages`.
 
     Args:
         sent: ``run_input``'s messages with their JSON and digests.
@@ -543,22 +564,33 @@ async def start_run(
         update = await _start_with_run(client, settings, request, key)
         return AcceptedRun(client, thread, update, settings.stream_poll_seconds)
     known, rest = known_messages.split(run_input.messages, sent.digests)
+    state = known_state.digest(run_input.state)
 
     async def send(request: RunRequest) -> WorkflowUpdateHandle[RunReply]:
+        # By name: the SDK types a handler named in its decorator as returning a coroutine.
+        name = known_state.RUN_ON_KNOWN_STATE if request.known_state else RUN_AGENT
         update = thread.start_update(
-            ThreadWorkflow.run_agent,
+            name,
             request,
             id=key,
+            result_type=RunReply,
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
         )
         return await accepted(update, settings.accept_seconds)
 
     try:
-        if known is None:
+        if known is None and state is None:
             update = await send(request)
             return AcceptedRun(client, thread, update, settings.stream_poll_seconds)
+        left_out: dict[str, Any] = {"messages": rest}
+        if state is not None:
+            left_out["state"] = None
         short = request.model_copy(
-            update={"input": run_input.model_copy(update={"messages": rest}), "known": known}
+            update={
+                "input": run_input.model_copy(update=left_out),
+                "known": known,
+                "known_state": state,
+            }
         )
         update = await send(short)
     except RPCError as err:
@@ -576,6 +608,7 @@ async def start_run(
         settings.stream_poll_seconds,
         resend=lambda: send(request),
         messages=run_input.messages,
+        state=run_input.state if state is not None else None,
     )
 
 

@@ -136,16 +136,7 @@ class EventLog:
         if base is None:
             whole = event.model_copy(update={"snapshot": snapshot})
             return item.model_copy(update={"event": whole})
-        # Most runs leave the state as they found it: comparing the two as JSON (where
-        # 1 and true differ) is much cheaper than the patch library's diff, which is
-        # given the same JSON to compare values by, for the same reason.
-        patch = (
-            []
-            if base == encoded
-            else jsonpatch.JsonPatch.from_diff(
-                pydantic_core.from_json(base), snapshot, dumps=_json_text
-            ).patch
-        )
+        patch = state_patch(base, encoded, snapshot)
         return item.model_copy(
             update={"event": event.model_copy(update={"snapshot": None}), "state_patch": patch}
         )
@@ -284,6 +275,21 @@ class EventLog:
         no more of them than one that continued as new."""
         kept = self.carried(runs)
         self._thread.runs, self._thread.events = kept.runs, kept.events
+
+
+def state_patch(base: bytes, encoded: bytes, snapshot: Any) -> list[dict[str, Any]]:
+    """The JSON Patch that makes ``snapshot`` (``encoded`` as ``budgets.to_json``) from
+    the state ``base`` (as JSON).
+
+    Most runs leave the state as they found it: comparing the two as JSON (where 1 and
+    true differ) is much cheaper than the patch library's diff, which is given the same
+    JSON to compare values by, for the same reason.
+    """
+    if base == encoded:
+        return []
+    return jsonpatch.JsonPatch.from_diff(
+        pydantic_core.from_json(base), snapshot, dumps=_json_text
+    ).patch
 
 
 def _json_text(value: Any) -> str:

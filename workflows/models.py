@@ -310,6 +310,9 @@ class RunRequest(Model):
     principal: str
     """Who sends it, as the gateway authenticated them: only the thread's owner may."""
     known: KnownMessages | None = None
+    known_state: str | None = None
+    """``known_state.digest`` of the client's ``state``, which the sender left out of
+    ``input`` (its ``state`` is ``None``) because the thread has it."""
 
 
 class RunReply(Model):
@@ -320,6 +323,10 @@ class RunReply(Model):
     snapshot_prefix: int | None = None
     """When set, each ``MESSAGES_SNAPSHOT`` in ``events`` lacks its first this many
     messages: the request's ``known`` ones, which the sender has."""
+    state_patches: list[list[dict[str, Any]]] | None = None
+    """When set, each ``STATE_SNAPSHOT`` in ``events`` lacks its snapshot: it is the one
+    before it (the first: the request's ``known_state``, which the sender has) with its
+    patch here applied, in order (``known_state.leave_out``)."""
 
 
 class RunLookup(Model):

@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     # ``from workflows import served`` would import an empty copy into it.
     import workflows.served as served
     from activities.identity import caller_identity
-    from workflows import audit, budgets, metrics, versioning, visibility
+    from workflows import audit, budgets, known_state, metrics, versioning, visibility
     from workflows.admission import check_run
     from workflows.approvers import OWNER_DECIDES, ApproversView, Ballot, count, with_view
     from workflows.deadlines import Deadlines
@@ -246,6 +246,10 @@ class ThreadWorkflow:
     @workflow.update
     async def run_agent(self, request: RunRequest) -> RunReply:
         """Execute one AG-UI run and return its events, terminal event last."""
+        return await self._run_client(request)
+
+    async def _run_client(self, request: RunRequest) -> RunReply:
+        """The body of :meth:`run_agent` and :meth:`run_agent_on_known_state`."""
         async with self._run_lock:
             with _internal_errors():
                 # Checked again: the thread may have changed while this run waited its turn.
@@ -262,15 +266,20 @@ class ThreadWorkflow:
                     if request.known and self._log.begins_with(request.known)
                     else None
                 )
-            await self._serve_run(run, request.input, resume=request.input.resume, take_input=True)
-            events = self._log.events_of(run)
-            if known is None or self._thread.messages_dropped != dropped:
-                return RunReply(run_key=run.key, events=events)
-            return RunReply(
-                run_key=run.key,
-                events=[_without_prefix(item, known.count) for item in events],
-                snapshot_prefix=known.count,
-            )
+                # The state the client sent, as JSON, if the request left it out.
+                state = budgets.to_json(self._thread.state) if self._has_state(request) else None
+            run_input = request.input
+            if state is not None:
+                # What the agent sees of the input is what the client sent.
+                run_input = run_input.model_copy(update={"state": pydantic_core.from_json(state)})
+            await self._serve_run(run, run_input, resume=run_input.resume, take_input=True)
+            reply = RunReply(run_key=run.key, events=self._log.events_of(run))
+            if known is not None and self._thread.messages_dropped == dropped:
+                reply.events = [_without_prefix(item, known.count) for item in reply.events]
+                reply.snapshot_prefix = known.count
+            if state is not None:
+                reply.events, reply.state_patches = known_state.leave_out(reply.events, state)
+            return reply
 
     @run_agent.validator
     def _validate_run_agent(self, request: RunRequest) -> None:
@@ -282,6 +291,27 @@ class ThreadWorkflow:
                     type=RESEND,
                     non_retryable=True,
                 )
+            if request.known_state is not None and not self._has_state(request):
+                raise ApplicationError(
+                    "The thread's state is not the state left out.", type=RESEND, non_retryable=True
+                )
+
+    @workflow.update(name=known_state.RUN_ON_KNOWN_STATE)
+    async def run_agent_on_known_state(self, request: RunRequest) -> RunReply:
+        """:meth:`run_agent`, for a run sent without its state (``request.known_state``),
+        which a build older than this handler must reject rather than run."""
+        return await self._run_client(request)
+
+    @run_agent_on_known_state.validator
+    def _validate_run_agent_on_known_state(self, request: RunRequest) -> None:
+        self._validate_run_agent(request)
+
+    def _has_state(self, request: RunRequest) -> bool:
+        """Whether ``request`` left out a state, and the thread's is that one."""
+        return (
+            request.known_state is not None
+            and known_state.digest(self._thread.state) == request.known_state
+        )
 
     @workflow.signal(name=STREAM_SIGNAL)
     def model_stream(self, delta: ModelDelta) -> None:
