@@ -178,6 +178,30 @@ async def ops_cleanup_approved(stack: Stack, thread_id: str) -> None:
     await _resume(stack, thread_id, _answer(approval, payload), agent="ops")
 
 
+async def state_echoed(stack: Stack, thread_id: str) -> None:
+    """Two approvals on a client that echoes the thread's messages and state, as
+    ``@ag-ui/client`` does: the second's runs leave out the state the thread has
+    (``workflows/known_state.py``) and carry their replies' snapshots as patches."""
+    messages: list[dict[str, Any]] = []
+    state: dict[str, Any] = {}
+
+    async def run(run_id: str, **extra: Any) -> list[dict[str, Any]]:
+        nonlocal messages, state
+        body = {"threadId": thread_id, "runId": run_id, "messages": messages, "state": state}
+        events = await post_run(stack.http, "demo", body | extra)
+        for event in events:
+            if event["type"] == "MESSAGES_SNAPSHOT":
+                messages = event["messages"]
+            elif event["type"] == "STATE_SNAPSHOT":
+                state = event["snapshot"]
+        return events
+
+    for n, to in enumerate(("ann@example.com", "bob@example.com")):
+        messages = [*messages, {"id": f"u{n}", "role": "user", "content": f"mail {to}"}]
+        (approval,) = (await run(f"r{n}a"))[-1]["outcome"]["interrupts"]
+        await run(f"r{n}b", resume=_answer(approval, {"approved": True}))
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -192,12 +216,14 @@ SCENARIOS: dict[str, Scenario] = {
         clarify_chosen,
         ops_cleanup_approved,
         treasurer_transfer_approved,
+        state_echoed,
     )
 }
 """Scenarios on threads as the engine runs them: continued as new after every run."""
 LONG_LIVED: dict[str, Scenario] = {
     "long_lived_approval_with_edits": approval_with_edits,
     "long_lived_transfer_restarted": transfer_restarted,
+    "long_lived_state_echoed": state_echoed,
 }
 """Scenarios on threads whose runs share one workflow run (``tests.helpers.LONG_LIVED``)."""
 

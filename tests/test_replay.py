@@ -18,6 +18,7 @@ from temporalio.client import WorkflowHistory
 
 from tests.record_histories import AGENTS, HISTORIES, LONG_LIVED, SCENARIOS
 from worker import build_replayer
+from workflows import known_state
 
 RECORDED = sorted(HISTORIES.glob("*.json"))
 
@@ -29,6 +30,9 @@ def test_every_scenario_has_recorded_histories() -> None:
     # replays no agent code, only the carried data.
     assert len(list(HISTORIES.glob("approval_with_edits.*.json"))) == 3
     assert len(list(HISTORIES.glob("long_lived_approval_with_edits.*.json"))) == 1
+    # The echoing client's second approval came without its state, on its own update.
+    for name in ("state_echoed.3", "state_echoed.4", "long_lived_state_echoed.1"):
+        assert known_state.RUN_ON_KNOWN_STATE in (HISTORIES / f"{name}.json").read_text()
 
 
 def _workflow_type(path: Path) -> str:
