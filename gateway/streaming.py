@@ -336,10 +336,6 @@ class AcceptedRun:
         return events
 
 
-RUN_AGENT = "run_agent"
-"""The name of the thread's update for a run sent with its state
-(``ThreadWorkflow.run_agent``)."""
-
 _UNREAD: set[asyncio.Future[EventPage]] = set()
 """Queries whose answers no stream reads any more, held until they are answered."""
 
@@ -567,13 +563,12 @@ async def start_run(
     state = known_state.digest(run_input.state)
 
     async def send(request: RunRequest) -> WorkflowUpdateHandle[RunReply]:
-        # By name: the SDK types a handler named in its decorator as returning a coroutine.
-        name = known_state.RUN_ON_KNOWN_STATE if request.known_state else RUN_AGENT
         update = thread.start_update(
-            name,
+            ThreadWorkflow.run_agent_on_known_state
+            if request.known_state
+            else ThreadWorkflow.run_agent,
             request,
             id=key,
-            result_type=RunReply,
             wait_for_stage=WorkflowUpdateStage.ACCEPTED,
         )
         return await accepted(update, settings.accept_seconds)

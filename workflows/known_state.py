@@ -42,7 +42,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.models import SequencedEvent
 
 RUN_ON_KNOWN_STATE = "run_agent_on_known_state"
-"""The name of the thread's update for a run sent with :func:`digest` of its state."""
+"""The name of the thread's update for a run sent with :func:`digest` of its state
+(``ThreadWorkflow.run_agent_on_known_state``), which names a build that lacks it in its
+rejection."""
 
 Patch = list[dict[str, Any]]
 

@@ -125,6 +125,9 @@ class ThreadWorkflow:
             returns the run's events. Its validator enforces the interrupt contract and
             what the agent accepts from clients (``workflows/admission.py``), and
             rejects bad input without touching history.
+        run_agent_on_known_state(RunRequest) -> RunReply: ``run_agent`` for a run sent
+            without the state the thread has, whose reply carries its state snapshots
+            as patches (``workflows/known_state.py``).
         operator_resume(OperatorResume) -> OperatorResult: an operator answers the open
             interrupts; also a signal of the same name.
         decide(DecisionRequest) -> DecisionResult: one approver's decision on an open
@@ -266,7 +269,9 @@ class ThreadWorkflow:
                     if request.known and self._log.begins_with(request.known)
                     else None
                 )
-                # The state the client sent, as JSON, if the request left it out.
+                # The state the client sent, as JSON, if the request left it out. None
+                # too if a run changed it while this one waited: the client's copy is
+                # then older than the thread's, which stays.
                 state = budgets.to_json(self._thread.state) if self._has_state(request) else None
             run_input = request.input
             if state is not None:
@@ -296,7 +301,7 @@ class ThreadWorkflow:
                     "The thread's state is not the state left out.", type=RESEND, non_retryable=True
                 )
 
-    @workflow.update(name=known_state.RUN_ON_KNOWN_STATE)
+    @workflow.update
     async def run_agent_on_known_state(self, request: RunRequest) -> RunReply:
         """:meth:`run_agent`, for a run sent without its state (``request.known_state``),
         which a build older than this handler must reject rather than run."""
