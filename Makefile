@@ -71,7 +71,8 @@ bench-waiting: $(INSTALLED)
 
 # Two builds at once, each as make run runs it, the cycles alternating between them
 # (docs/bench.md, "Two builds in pairs"): A=ref B=ref (default HEAD for both),
-# ARGS="--b-env GOGC=400" for the rest. ~1.5 minutes.
+# ARGS="--b-env GOGC=400" for the rest; ARGS="--turns 200": one conversation each
+# instead of fresh threads. ~1.5 minutes.
 bench-pair: $(INSTALLED)
 	$(BIN)/python -m bench.pair $(if $(A),--a $(A)) $(if $(B),--b $(B)) $(ARGS)
 

@@ -5,9 +5,10 @@ the whole conversation and the state resent, the snapshots adopted); each turn i
 interrupt cycle: a run that pauses on one approval, then the resume that approves it. At each mark
 it takes the history bytes of the workflow runs that served the turn
 (:func:`~bench.history.served_runs`), and over a window of turns around it (one turn is
-noisy) the resume's latency (``resume -> RUN_FINISHED``) and the CPU the whole stack
-spent per turn: this process (worker, gateway and clients) plus the dev server's
-(:mod:`bench.cpu`).
+noisy) the resume's latency (``resume -> RUN_FINISHED``) and the CPU each process
+spent per turn: here the dev server's and this process's (worker, gateway and clients,
+:mod:`bench.cpu`); ``bench.pair --turns`` drives the same turns against ``make run``'s
+processes, the client apart from them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +25,7 @@ import httpx
 from temporalio.client import Client
 
 from bench.conversation import AGENT, Conversation
-from bench.cpu import cpu_now, server_pid
+from bench.cpu import cpu_seconds, server_pid
 from bench.history import served_runs
 from workflows.thread_ids import workflow_id_for
 
@@ -33,13 +35,17 @@ WINDOW = 5
 """Turns sampled around each mark."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
+CpuReader = Callable[[], dict[str, float]]
+"""The CPU seconds each process of a stack has used so far, by the process's name."""
+
 
 @dataclass(frozen=True)
 class TurnCost:
     """One turn's figures."""
 
     resume_seconds: float
-    cpu_seconds: float
+    cpu_seconds: dict[str, float]
+    """By process."""
     history_bytes: int = 0
 
 
@@ -51,7 +57,8 @@ class Mark:
 
     turn: int
     resume_seconds: float
-    cpu_seconds: float
+    cpu_seconds: dict[str, float]
+    """By process."""
     history_bytes: int
 
 
@@ -81,13 +88,13 @@ async def _stream(http: httpx.AsyncClient, conversation: Conversation, body: dic
     raise RuntimeError(f"the stream of {body['runId']} ended without RUN_FINISHED")
 
 
-async def _turn(http: httpx.AsyncClient, conversation: Conversation, pid: int) -> TurnCost:
+async def turn(http: httpx.AsyncClient, conversation: Conversation, cpu: CpuReader) -> TurnCost:
     """One interrupt cycle on the conversation: its resume latency and the CPU it took.
 
     Raises:
         RuntimeError: The run did not pause, or the resume did not succeed.
     """
-    cpu = cpu_now(pid)
+    before = cpu()
     paused = await _stream(http, conversation, conversation.next_input(APPROVAL_PROMPT))
     outcome = paused.get("outcome") or {}
     if outcome.get("type") != "interrupt":
@@ -101,14 +108,31 @@ async def _turn(http: httpx.AsyncClient, conversation: Conversation, pid: int) -
     latency = time.perf_counter() - start
     if finished.get("outcome") != {"type": "success"}:
         raise RuntimeError(f"the resume did not succeed: {finished}")
-    return TurnCost(latency, (cpu_now(pid) - cpu).total)
+    after = cpu()
+    return TurnCost(latency, {name: after[name] - before[name] for name in before})
 
 
-def window(mark: int, turns: int) -> range:
-    """The turns (1-based) sampled for ``mark``: ``WINDOW`` turns around it, within
+def window(mark: int, turns: int, width: int = WINDOW) -> range:
+    """The turns (1-based) sampled for ``mark``: ``width`` turns around it, within
     turns 2 to ``turns`` (turn 1 also opens the thread)."""
-    first = min(max(mark - WINDOW // 2, 2), turns - WINDOW + 1)
-    return range(first, first + WINDOW)
+    first = min(max(mark - width // 2, 2), turns - width + 1)
+    return range(first, first + width)
+
+
+def at_marks(
+    costs: Sequence[TurnCost], marks: tuple[int, ...], width: int = WINDOW
+) -> tuple[Mark, ...]:
+    """The figures at each mark of a conversation whose turns cost ``costs``, in order."""
+    taken = []
+    for mark in marks:
+        sample = [costs[turn - 1] for turn in window(mark, len(costs), width)]
+        cpu = {
+            name: statistics.mean(cost.cpu_seconds[name] for cost in sample)
+            for name in sample[0].cpu_seconds
+        }
+        resume = statistics.median(cost.resume_seconds for cost in sample)
+        taken.append(Mark(mark, resume, cpu, costs[mark - 1].history_bytes))
+    return tuple(taken)
 
 
 async def measure_growth(client: Client, http: httpx.AsyncClient, marks: tuple[int, ...]) -> Growth:
@@ -120,9 +144,13 @@ async def measure_growth(client: Client, http: httpx.AsyncClient, marks: tuple[i
     """
     began = time.perf_counter()
     pid = server_pid()
+
+    def cpu() -> dict[str, float]:
+        return {"server": cpu_seconds(pid), "process": time.process_time()}
+
     conversation = Conversation()
     turns = max(marks)
-    costs = [await _turn(http, conversation, pid) for _ in range(turns)]
+    costs = [await turn(http, conversation, cpu) for _ in range(turns)]
     served = (await served_runs(client, workflow_id_for(conversation.thread_id))).per_run
     if len(served) != 2 * turns:
         raise RuntimeError(f"{turns} turns, but {len(served)} completed updates")
@@ -130,15 +158,4 @@ async def measure_growth(client: Client, http: httpx.AsyncClient, marks: tuple[i
         TurnCost(cost.resume_seconds, cost.cpu_seconds, pause.bytes + resume.bytes)
         for cost, pause, resume in zip(costs, served[::2], served[1::2], strict=True)
     ]
-    taken = []
-    for mark in marks:
-        sample = [costs[turn - 1] for turn in window(mark, turns)]
-        taken.append(
-            Mark(
-                mark,
-                statistics.median(cost.resume_seconds for cost in sample),
-                statistics.mean(cost.cpu_seconds for cost in sample),
-                costs[mark - 1].history_bytes,
-            )
-        )
-    return Growth(tuple(taken), time.perf_counter() - began)
+    return Growth(at_marks(costs, marks), time.perf_counter() - began)

@@ -1,5 +1,5 @@
-"""``python -m bench.pair [--a REF] [--b REF] [--a-env KEY=VALUE] [--b-env KEY=VALUE]``:
-two builds of the engine, each as ``make run`` runs it, measured in turns.
+"""``python -m bench.pair [--a REF] [--b REF] [--a-env KEY=VALUE] [--b-env KEY=VALUE]
+[--turns N]``: two builds of the engine, each as ``make run`` runs it, measured in turns.
 
 On this machine two runs of one stack, one after the other, differ by more than most
 changes worth measuring (``docs/bench.md``, "Two builds in pairs"). So both run at once:
@@ -10,6 +10,11 @@ variables given for it. The interrupt cycles (:func:`bench.cycles.cycle`) then g
 stack and to the other in turns, the order swapped every round, and each of a stack's
 processes (Temporal, worker, gateway) is read from ``/proc`` around its own turns. A
 difference a build shows in one pairing should show again with the two swapped.
+
+With ``--turns N``, each stack gets one conversation instead (``bench.growth``'s turns:
+an interrupt cycle each, the conversation and the state resent), their turns
+alternating, and the figures are read at turns 2, N/4, N/2 and N: a conversation's
+growth by process, without the client's CPU, which ``make bench`` cannot separate.
 
 Only committed code is measured: a ref is resolved in this repository
 (``git rev-parse``), so a change to compare goes on a branch first.
@@ -31,9 +36,12 @@ from pathlib import Path
 
 import httpx
 
+from bench.conversation import Conversation
 from bench.cpu import children, cpu_seconds
 from bench.cycles import cycle
 from bench.deployed import ROOT, free_port, healthy, stop
+from bench.growth import TurnCost, at_marks, turn
+from bench.report import ordinal
 from bench.stats import Summary
 
 PROCESSES = ("temporal", "worker", "gateway")
@@ -41,6 +49,9 @@ PROCESSES = ("temporal", "worker", "gateway")
 WARMUP_CYCLES = 10
 """Cycles each stack runs before it is measured: the first threads pay for caches and
 connections."""
+GROWTH_WINDOW = 20
+"""Turns around a growth mark whose CPU is averaged: a process's is read in clock ticks
+(10 ms), as much as a process spends on a turn."""
 REQUEST_SECONDS = 120.0
 """How long one of the bench's requests may take: the first waits while
 ``scripts/run.py`` makes its build current."""
@@ -196,6 +207,56 @@ async def measure(
     return results
 
 
+async def measure_growth(builds: tuple[Build, Build], turns: int) -> list[list[TurnCost]]:
+    """Each build's turns (in ``builds``' order) of one conversation of ``turns`` turns,
+    the two alternating, the order swapped every turn."""
+    costs: list[list[TurnCost]] = [[], []]
+    with tempfile.TemporaryDirectory(prefix="bench-pair-") as scratch:
+        async with AsyncExitStack() as stacks:
+            pair = [
+                await stacks.enter_async_context(running(build, Path(scratch) / build.label))
+                for build in builds
+            ]
+            conversations = (Conversation(), Conversation())
+            for number in range(turns):
+                for side in (0, 1) if number % 2 == 0 else (1, 0):
+                    stack = pair[side]
+
+                    def cpu(stack: Running = stack) -> dict[str, float]:
+                        return {name: cpu_seconds(pid) for name, pid in stack.pids.items()}
+
+                    costs[side].append(await turn(stack.http, conversations[side], cpu))
+    return costs
+
+
+def render_growth(builds: tuple[Build, Build], costs: list[list[TurnCost]]) -> str:
+    """The growth table: per build, the resume's p50 and each process's CPU per turn at
+    each mark, and the last mark against the first."""
+    turns = len(costs[0])
+    marks = (2, turns // 4, turns // 2, turns)
+    columns = "".join(f"{f'turn {mark}':>10}" for mark in marks)
+    ratio = f"{ordinal(marks[-1])}/{ordinal(marks[0])}"
+    lines = [str(build) for build in builds]
+    lines.append(
+        f"one conversation each, {turns} turns; CPU per turn the mean of the"
+        f" {GROWTH_WINDOW} turns around a mark, resume the median"
+    )
+    lines.append(f"  {'':<22}{columns}{ratio:>12}")
+    for build, taken in zip(builds, costs, strict=True):
+        at = at_marks(taken, marks, GROWTH_WINDOW)
+        rows = [("resume p50 ms", [mark.resume_seconds * 1000 for mark in at])]
+        rows += [
+            (f"CPU ms: {name}", [mark.cpu_seconds[name] * 1000 for mark in at])
+            for name in PROCESSES
+        ]
+        rows.append(("CPU ms: total", [sum(mark.cpu_seconds.values()) * 1000 for mark in at]))
+        lines.append(f"  {build.label}")
+        for name, values in rows:
+            cells = "".join(f"{value:10.1f}" for value in values)
+            lines.append(f"    {name:<20}{cells}{values[-1] / values[0]:>11.2f}x")
+    return "\n".join(lines)
+
+
 def render(builds: tuple[Build, Build], results: dict[int, list[Tally]]) -> str:
     """The table: the builds, then per concurrency each one's rate, resume p50 and CPU
     per cycle by process."""
@@ -241,11 +302,22 @@ def main() -> None:
         "--cycles", type=int, default=10, help="cycles per client per turn (default 10)"
     )
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4], help="default: 1 4")
+    parser.add_argument(
+        "--turns",
+        type=int,
+        help=f"one conversation of this many turns each (at least {GROWTH_WINDOW + 1}) "
+        "instead of fresh threads",
+    )
     args = parser.parse_args()
     builds = (
         Build("A", args.a, _env(args.a_env)),
         Build("B", args.b, _env(args.b_env)),
     )
+    if args.turns is not None:
+        if args.turns <= GROWTH_WINDOW:
+            parser.error(f"--turns takes at least {GROWTH_WINDOW + 1}")
+        print(render_growth(builds, asyncio.run(measure_growth(builds, args.turns))))
+        return
     results = asyncio.run(measure(builds, args.rounds, args.cycles, args.concurrency))
     print(render(builds, results))
 

@@ -177,7 +177,7 @@ def render_cpu(
     return "\n".join(lines)
 
 
-def _ordinal(number: int) -> str:
+def ordinal(number: int) -> str:
     """``2nd``, ``20th``, ``200th``: the growth table's ratio header."""
     suffixes = {1: "st", 2: "nd", 3: "rd"}
     suffix = "th" if number % 100 in (11, 12, 13) else suffixes.get(number % 10, "th")
@@ -188,7 +188,7 @@ def render_growth(growth: Growth) -> str:
     """One conversation's cost at each mark, and its last mark against its first."""
     first, last = growth.marks[0], growth.marks[-1]
     columns = "".join(f"{f'turn {mark.turn}':>10}" for mark in growth.marks)
-    ratio = f"{_ordinal(last.turn)}/{_ordinal(first.turn)}"
+    ratio = f"{ordinal(last.turn)}/{ordinal(first.turn)}"
     lines = [
         "Conversation growth: one thread, each turn an interrupt cycle, the conversation "
         f"resent ({growth.seconds:.0f} s)",
@@ -197,7 +197,16 @@ def render_growth(growth: Growth) -> str:
     rows = [
         ("resume p50 ms", [mark.resume_seconds * 1000 for mark in growth.marks], "{:10.1f}"),
         ("history KB/turn", [mark.history_bytes / 1024 for mark in growth.marks], "{:10.1f}"),
-        ("CPU ms/turn (stack)", [mark.cpu_seconds * 1000 for mark in growth.marks], "{:10.1f}"),
+        (
+            "CPU ms/turn (stack)",
+            [sum(mark.cpu_seconds.values()) * 1000 for mark in growth.marks],
+            "{:10.1f}",
+        ),
+        (
+            "  of which the server",
+            [mark.cpu_seconds["server"] * 1000 for mark in growth.marks],
+            "{:10.1f}",
+        ),
     ]
     for name, values, number in rows:
         cells = "".join(number.format(value) for value in values)
