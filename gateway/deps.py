@@ -1,7 +1,7 @@
 """What the routes depend on, as FastAPI dependencies: the Temporal client, the settings,
-the metrics and the agents served, which ``create_app`` sets on the app, the principal
-each request's bearer token (or the inbox page's session cookie) names, a slot among the
-principal's open streams, and the ids in paths."""
+the metrics, the messages' JSON kept and the agents served, which ``create_app`` sets on
+the app, the principal each request's bearer token (or the inbox page's session cookie)
+names, a slot among the principal's open streams, and the ids in paths."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from gateway.auth import Authenticator, Principal
 from gateway.errors import ApiError, GatewayErrorCode
 from gateway.limits import ID_PATTERN, StreamSlots
 from gateway.metrics import GatewayMetrics
+from gateway.sent_messages import MessageJson
 from gateway.session import SESSION_COOKIE, Sessions, check_csrf
 from settings import Settings
 from workflows.sdk.agent import AgentDefinition
@@ -34,6 +35,11 @@ async def _client(request: Request) -> Client:
 async def _metrics(request: Request) -> GatewayMetrics:
     metrics: GatewayMetrics = request.app.state.metrics
     return metrics
+
+
+async def _message_json(request: Request) -> MessageJson:
+    message_json: MessageJson = request.app.state.message_json
+    return message_json
 
 
 async def _settings(request: Request) -> Settings:
@@ -84,6 +90,7 @@ async def _authenticated(
 ClientDep = Annotated[Client, Depends(_client)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
 MetricsDep = Annotated[GatewayMetrics, Depends(_metrics)]
+MessageJsonDep = Annotated[MessageJson, Depends(_message_json)]
 AgentsDep = Annotated[Agents, Depends(_agents)]
 PrincipalDep = Annotated[Principal, Depends(_principal)]
 """Who sent the request: the bearer token's principal or, without one, the session

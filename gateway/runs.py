@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from ag_ui.core import (
@@ -28,6 +29,7 @@ from gateway.deps import (
     STREAM_SLOT,
     AgentDep,
     ClientDep,
+    MessageJsonDep,
     MetricsDep,
     PrincipalDep,
     RunIdPath,
@@ -69,7 +71,16 @@ KEEPALIVE = ": keepalive\n\n"
 """An SSE comment: what a stream with nothing to send sends, so proxies keep it open."""
 
 
-async def _run_input(request: Request) -> RunAgentInput:
+@dataclass(frozen=True)
+class RunBody:
+    """A run request's body: its input, and its messages as parsed, by which
+    ``MessageJson`` knows them again."""
+
+    input: RunAgentInput
+    messages: list[Any]
+
+
+async def _run_body(request: Request) -> RunBody:
     """The request body (JSON, ``gateway.limits.json_body``) as a ``RunAgentInput``, or
     a 4xx saying what is wrong."""
     body: Any = await json_body(request)
@@ -87,32 +98,35 @@ async def _run_input(request: Request) -> RunAgentInput:
         raise ApiError(
             422, GatewayErrorCode.INVALID_RUN_INPUT, f"Invalid ids. {ID_RULE}", details=problems
         )
-    return run_input
+    # Validated, so an object whose messages are a list of as many.
+    return RunBody(run_input, body["messages"])
 
 
-RunInputDep = Annotated[RunAgentInput, Depends(_run_input)]
+RunBodyDep = Annotated[RunBody, Depends(_run_body)]
 
 
 @router.post("/agents/{agent_id}", response_class=StreamingResponse, dependencies=[STREAM_SLOT])
 async def run_agent(
     agent: AgentDep,
-    run_input: RunInputDep,
+    body: RunBodyDep,
     principal: PrincipalDep,
     client: ClientDep,
     settings: SettingsDep,
     metrics: MetricsDep,
+    message_json: MessageJsonDep,
     compat: Annotated[Literal["draft"] | None, Query()] = None,
 ) -> StreamingResponse:
     """Run the agent on ``run_input.threadId`` and stream the run's AG-UI events.
 
     ``?compat=draft`` adds the earlier interrupt draft's ``RUN_FINISHED`` shape.
     """
+    run_input = body.input
     attributes = {
         "agui.agent": agent.name,
         "agui.thread_id": run_input.thread_id,
         "agui.run_id": run_input.run_id,
     }
-    sent = SentMessages(run_input.messages)
+    sent = message_json.sent(principal.subject, run_input.messages, body.messages)
     # The trace's root: Temporal's interceptor continues it into the workflow.
     with tracer.start_as_current_span("AG-UI run", attributes=attributes):
         try:

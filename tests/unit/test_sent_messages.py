@@ -4,6 +4,7 @@ digested with: byte for byte what ``ag_ui``'s encoder writes."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ag_ui.core import (
     ActivityMessage,
@@ -12,6 +13,7 @@ from ag_ui.core import (
     FunctionCall,
     Message,
     MessagesSnapshotEvent,
+    RunAgentInput,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -19,7 +21,8 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-from gateway.sent_messages import SentMessages
+from gateway.sent_messages import ENTRY_OVERHEAD, MessageJson, SentMessages
+from workflows import budgets
 
 
 def conversation() -> list[Message]:
@@ -90,3 +93,62 @@ def test_snapshots_with_fields_after_their_messages_or_none_at_all_are_written_w
     for event in (extra, stamped, empty):
         assert sent.encode_snapshot(event) == EventEncoder().encode(event)
     assert '"note":"x"' in sent.encode_snapshot(extra)
+
+
+def _parsed() -> list[Any]:
+    """The conversation as a request's body brings it, snake_case where clients may."""
+    messages = [json.loads(budgets.to_json(message)) for message in conversation()]
+    tool = next(m for m in messages if m["role"] == "tool")
+    tool["tool_call_id"] = tool.pop("toolCallId")
+    return messages
+
+
+def _sent(cache: MessageJson, principal: str, parsed: list[Any]) -> SentMessages:
+    messages = RunAgentInput.model_validate(
+        {
+            "threadId": "t",
+            "runId": "r",
+            "messages": parsed,
+            "state": {},
+            "tools": [],
+            "context": [],
+            "forwardedProps": {},
+        }
+    ).messages
+    return cache.sent(principal, messages, parsed)
+
+
+def test_a_resent_message_gets_the_json_made_when_it_was_first_sent() -> None:
+    cache = MessageJson()
+    first = _sent(cache, "ann", _parsed())
+    again = _sent(cache, "ann", _parsed())
+
+    assert first.json == SentMessages(first.messages).json
+    assert again.digests == first.digests
+    assert all(a is b for a, b in zip(again.json, first.json, strict=True))
+
+
+def test_a_message_sent_differently_or_by_another_principal_is_serialised_anew() -> None:
+    cache = MessageJson()
+    first = _sent(cache, "ann", _parsed())
+    bob = _sent(cache, "bob", _parsed())
+    edited = _parsed()
+    edited[-1]["content"] = "Sent!"
+    changed = _sent(cache, "ann", edited)
+
+    assert bob.json == first.json
+    assert not any(a is b for a, b in zip(bob.json, first.json, strict=True))
+    assert changed.json[-1] == budgets.to_json(changed.messages[-1])
+    assert b"Sent!" in changed.json[-1] and changed.json[-1] is not first.json[-1]
+    assert all(a is b for a, b in zip(changed.json[:-1], first.json[:-1], strict=True))
+
+
+def test_the_least_recently_sent_are_forgotten_past_the_bound() -> None:
+    parsed = _parsed()
+    one = len(budgets.to_json(parsed[0])) * 2 + ENTRY_OVERHEAD + len("ann")
+    cache = MessageJson(max_bytes=3 * one)
+    first = _sent(cache, "ann", parsed[:1])
+    _sent(cache, "ann", [{"id": f"u{n}", "role": "user", "content": "x"} for n in range(8)])
+    again = _sent(cache, "ann", parsed[:1])
+
+    assert again.json == first.json and again.json[0] is not first.json[0]
