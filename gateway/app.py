@@ -23,7 +23,7 @@ from gateway.errors import (
 )
 from gateway.limits import StreamSlots
 from gateway.metrics import GatewayMetrics, RequestCounter
-from gateway.sent_messages import MessageJson
+from gateway.sent_messages import SentMessageCache
 from gateway.session import Sessions
 from settings import Settings, connect
 from workflows.sdk.agent import AgentDefinition
@@ -114,7 +114,7 @@ def create_app(
     app.state.sessions = Sessions(settings)
     app.state.oidc = provider
     app.state.metrics = metrics
-    app.state.message_json = MessageJson()
+    app.state.sent_messages = SentMessageCache()
     app.state.agents = by_name(agents)
     app.state.streams = StreamSlots(settings.max_streams_per_principal)
     # The codec server's: the one data converter's codec (None without payload keys).

@@ -1,5 +1,5 @@
 """What the routes depend on, as FastAPI dependencies: the Temporal client, the settings,
-the metrics, the messages' JSON kept and the agents served, which ``create_app`` sets on
+the metrics, the messages sent lately and the agents served, which ``create_app`` sets on
 the app, the principal each request's bearer token (or the inbox page's session cookie)
 names, a slot among the principal's open streams, and the ids in paths."""
 
@@ -16,7 +16,7 @@ from gateway.auth import Authenticator, Principal
 from gateway.errors import ApiError, GatewayErrorCode
 from gateway.limits import ID_PATTERN, StreamSlots
 from gateway.metrics import GatewayMetrics
-from gateway.sent_messages import MessageJson
+from gateway.sent_messages import SentMessageCache
 from gateway.session import SESSION_COOKIE, Sessions, check_csrf
 from settings import Settings
 from workflows.sdk.agent import AgentDefinition
@@ -37,9 +37,9 @@ async def _metrics(request: Request) -> GatewayMetrics:
     return metrics
 
 
-async def _message_json(request: Request) -> MessageJson:
-    message_json: MessageJson = request.app.state.message_json
-    return message_json
+async def _sent_message_cache(request: Request) -> SentMessageCache:
+    cache: SentMessageCache = request.app.state.sent_messages
+    return cache
 
 
 async def _settings(request: Request) -> Settings:
@@ -90,7 +90,7 @@ async def _authenticated(
 ClientDep = Annotated[Client, Depends(_client)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
 MetricsDep = Annotated[GatewayMetrics, Depends(_metrics)]
-MessageJsonDep = Annotated[MessageJson, Depends(_message_json)]
+SentMessageCacheDep = Annotated[SentMessageCache, Depends(_sent_message_cache)]
 AgentsDep = Annotated[Agents, Depends(_agents)]
 PrincipalDep = Annotated[Principal, Depends(_principal)]
 """Who sent the request: the bearer token's principal or, without one, the session

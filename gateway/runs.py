@@ -29,10 +29,10 @@ from gateway.deps import (
     STREAM_SLOT,
     AgentDep,
     ClientDep,
-    MessageJsonDep,
     MetricsDep,
     PrincipalDep,
     RunIdPath,
+    SentMessageCacheDep,
     SettingsDep,
     ThreadIdPath,
 )
@@ -46,7 +46,7 @@ from gateway.errors import (
     unknown_thread,
 )
 from gateway.limits import ID_RULE, id_problems, json_body
-from gateway.sent_messages import SentMessages
+from gateway.sent_messages import Key, SentMessages
 from gateway.streaming import (
     RunStream,
     attach,
@@ -73,33 +73,52 @@ KEEPALIVE = ": keepalive\n\n"
 
 @dataclass(frozen=True)
 class RunBody:
-    """A run request's body: its input, and its messages as parsed, by which
-    ``MessageJson`` knows them again."""
+    """A run request's body: its input, and its messages' keys in the principal's
+    ``SentMessageCache``."""
 
     input: RunAgentInput
-    messages: list[Any]
+    keys: list[Key]
 
 
-async def _run_body(request: Request) -> RunBody:
+async def _run_body(
+    request: Request, principal: PrincipalDep, cache: SentMessageCacheDep
+) -> RunBody:
     """The request body (JSON, ``gateway.limits.json_body``) as a ``RunAgentInput``, or
-    a 4xx saying what is wrong."""
+    a 4xx saying what is wrong; the messages the principal sent before are taken as
+    validated then."""
     body: Any = await json_body(request)
+    parsed = body.get("messages") if isinstance(body, dict) else None
+    keys: list[Key] = []
+    known = body
+    if isinstance(parsed, list):
+        keys, messages = cache.known(principal.subject, parsed)
+        known = body | {"messages": messages}
     try:
-        run_input = RunAgentInput.model_validate(normalise_draft_resume(body))
-    except ValidationError as err:
-        raise ApiError(
-            422,
-            GatewayErrorCode.INVALID_RUN_INPUT,
-            "The body is not an AG-UI RunAgentInput.",
-            details=json.loads(err.json(include_url=False, include_context=False)),
-        ) from err
+        run_input = RunAgentInput.model_validate(normalise_draft_resume(known))
+    except ValidationError:
+        raise _not_run_input(body) from None
     problems = id_problems(run_input)
     if problems:
         raise ApiError(
             422, GatewayErrorCode.INVALID_RUN_INPUT, f"Invalid ids. {ID_RULE}", details=problems
         )
-    # Validated, so an object whose messages are a list of as many.
-    return RunBody(run_input, body["messages"])
+    return RunBody(run_input, keys)
+
+
+def _not_run_input(body: Any) -> ApiError:
+    """The 422 for a ``body`` that is not a ``RunAgentInput``, its details those of the
+    body as sent (not with the models of messages sent before in it)."""
+    try:
+        RunAgentInput.model_validate(normalise_draft_resume(body))
+    except ValidationError as err:
+        details = json.loads(err.json(include_url=False, include_context=False))
+        return ApiError(
+            422,
+            GatewayErrorCode.INVALID_RUN_INPUT,
+            "The body is not an AG-UI RunAgentInput.",
+            details=details,
+        )
+    raise AssertionError("a body with the models of its own messages validated differently")
 
 
 RunBodyDep = Annotated[RunBody, Depends(_run_body)]
@@ -113,7 +132,7 @@ async def run_agent(
     client: ClientDep,
     settings: SettingsDep,
     metrics: MetricsDep,
-    message_json: MessageJsonDep,
+    cache: SentMessageCacheDep,
     compat: Annotated[Literal["draft"] | None, Query()] = None,
 ) -> StreamingResponse:
     """Run the agent on ``run_input.threadId`` and stream the run's AG-UI events.
@@ -126,7 +145,7 @@ async def run_agent(
         "agui.thread_id": run_input.thread_id,
         "agui.run_id": run_input.run_id,
     }
-    sent = message_json.sent(principal.subject, run_input.messages, body.messages)
+    sent = cache.sent(body.keys, run_input.messages)
     # The trace's root: Temporal's interceptor continues it into the workflow.
     with tracer.start_as_current_span("AG-UI run", attributes=attributes):
         try:

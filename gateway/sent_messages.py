@@ -24,12 +24,13 @@ from ag_ui.encoder import EventEncoder
 from workflows.budgets import KIB, to_json
 from workflows.known_messages import message_digest
 
-MESSAGE_JSON_BYTES = 16 * KIB * KIB
-"""How many bytes of messages :class:`MessageJson` keeps, their keys counted: some 50,000
-messages of a few hundred bytes, a long conversation's 800 sixty times over."""
-ENTRY_OVERHEAD = 120
-"""What one kept message costs beyond its bytes (the entry, its key's tuple and bytes
-objects), counted against :data:`MESSAGE_JSON_BYTES`."""
+SENT_MESSAGE_BYTES = 32 * KIB * KIB
+"""About how much memory :class:`SentMessageCache` may hold (:func:`_cost`): some
+25,000 messages of a hundred bytes or so, a long conversation's 800 thirty times over."""
+
+Key = tuple[str, bytes]
+"""A sent message in :class:`SentMessageCache`: its principal, and its JSON as parsed
+written out again."""
 
 _EMPTY_TAIL = '"messages":[]}'
 """How the JSON of a ``MESSAGES_SNAPSHOT`` without messages ends when ``messages`` is
@@ -43,7 +44,7 @@ class SentMessages:
         """
         Args:
             json: Each message's JSON as ``budgets.to_json`` writes it, where the caller
-                has it (:class:`MessageJson`); made here otherwise.
+                has it (:class:`SentMessageCache`); made here otherwise.
         """
         self.messages = messages
         self.json = list(json) if json is not None else [to_json(m) for m in messages]
@@ -67,52 +68,58 @@ class SentMessages:
         return f"data: {opening}[{b','.join(parts).decode()}]}}\n\n"
 
 
-class MessageJson:
-    """The JSON of the messages each principal sent lately, by the message as parsed
-    from its request: a client resends the whole conversation with every run, and
-    ``ag_ui``'s serializer is the costliest part of reading it again (``docs/bench.md``,
-    "By process").
+class SentMessageCache:
+    """The messages each principal sent lately, validated and serialised, by the message
+    as parsed from its request: a client resends the whole conversation with every run,
+    and validating every message and serialising it with ``ag_ui``'s serializer were the
+    costliest parts of reading it again (``docs/bench.md``, "By process").
 
-    A message's JSON is a function of what the client sent for it (the model is
-    validated from it), so a message sent as before gets the JSON made then; its key,
-    that JSON as parsed written out again, costs a tenth of the model's. Keys are per
-    principal, so no one's request is faster for what another sent. The least recently
-    used go first past ``max_bytes``; a message not kept is only serialised again.
+    A message's model, and so its JSON, is a function of what the client sent for it,
+    so a message sent as before gets the model validated then (pydantic takes a model
+    instance as it is) and its JSON; its key, the message as parsed written out again,
+    costs a tenth of serialising the model. Keys are per principal, so no one's request
+    is faster for what another sent. Nothing changes a model once validated (the gateway
+    only reads a request's messages). The least recently used go first past
+    ``max_bytes``; a message not kept is only validated and serialised again.
     """
 
-    def __init__(self, max_bytes: int = MESSAGE_JSON_BYTES) -> None:
+    def __init__(self, max_bytes: int = SENT_MESSAGE_BYTES) -> None:
         self._max_bytes = max_bytes
-        self._kept: OrderedDict[tuple[str, bytes], bytes] = OrderedDict()
+        self._kept: OrderedDict[Key, tuple[Message, bytes]] = OrderedDict()
         self._bytes = 0
 
-    def sent(
-        self, principal: str, messages: Sequence[Message], parsed: Sequence[Any]
-    ) -> SentMessages:
-        """``messages``, validated from ``parsed`` (the request body's ``messages`` as
-        parsed, in the same order), as :class:`SentMessages`."""
-        return SentMessages(
-            messages,
-            [
-                self._json(principal, message, raw)
-                for message, raw in zip(messages, parsed, strict=True)
-            ],
-        )
+    def known(self, principal: str, parsed: Sequence[Any]) -> tuple[list[Key], list[Any]]:
+        """Each of a request's messages as parsed, by ``principal``: its key, and what to
+        validate for it, its model where it is kept, else itself."""
+        keys = [(principal, pydantic_core.to_json(raw)) for raw in parsed]
+        known = []
+        for key, raw in zip(keys, parsed, strict=True):
+            kept = self._kept.get(key)
+            if kept is None:
+                known.append(raw)
+            else:
+                self._kept.move_to_end(key)
+                known.append(kept[0])
+        return keys, known
 
-    def _json(self, principal: str, message: Message, raw: Any) -> bytes:
-        key = (principal, pydantic_core.to_json(raw))
-        kept = self._kept.get(key)
-        if kept is not None:
-            self._kept.move_to_end(key)
-            return kept
-        encoded = to_json(message)
-        self._kept[key] = encoded
-        self._bytes += _size(key, encoded)
-        while self._bytes > self._max_bytes:
-            old_key, old = self._kept.popitem(last=False)
-            self._bytes -= _size(old_key, old)
-        return encoded
+    def sent(self, keys: Sequence[Key], messages: Sequence[Message]) -> SentMessages:
+        """``messages``, validated from what :meth:`known` gave for ``keys``, as
+        :class:`SentMessages`; those not kept yet are kept from now on."""
+        encoded = []
+        for key, message in zip(keys, messages, strict=True):
+            kept = self._kept.get(key)
+            if kept is None:
+                kept = (message, to_json(message))
+                self._kept[key] = kept
+                self._bytes += _cost(key, kept[1])
+                while self._bytes > self._max_bytes:
+                    old_key, (_, old) = self._kept.popitem(last=False)
+                    self._bytes -= _cost(old_key, old)
+            encoded.append(kept[1])
+        return SentMessages(messages, encoded)
 
 
-def _size(key: tuple[str, bytes], encoded: bytes) -> int:
-    """What one kept message counts against :data:`MESSAGE_JSON_BYTES`."""
-    return len(key[0]) + len(key[1]) + len(encoded) + ENTRY_OVERHEAD
+def _cost(key: Key, encoded: bytes) -> int:
+    """About the memory one kept message holds: its key, its JSON, its model (some ten
+    times a short message's JSON, about the size of a long one's) and the entries."""
+    return len(key[0]) + len(key[1]) + 2 * len(encoded) + KIB

@@ -64,6 +64,24 @@ async def test_invalid_input_shape_names_the_failing_field(stack: Stack) -> None
     assert any(loc[:2] == ["messages", 0] for loc in locations)
 
 
+async def test_a_bad_body_resending_messages_gets_the_details_of_the_body_as_sent(
+    stack: Stack,
+) -> None:
+    # The gateway keeps the message as validated; sent again, it is taken as such.
+    message = {"id": "m1", "role": "user", "content": "hello", "name": None}
+    body = {"threadId": f"thread-{uuid.uuid4()}", "runId": "r1", "messages": [message]}
+    await post_run(stack.http, "demo", body)
+    bad = {"threadId": body["threadId"], "messages": [message, {"id": "m2"}]}
+
+    response = await stack.http.post("/agents/demo", json=bad)
+
+    assert response.status_code == 422
+    details = response.json()["error"]["details"]
+    assert any(detail["loc"][:2] == ["messages", 1] for detail in details)
+    [missing] = [detail for detail in details if detail["loc"] == ["runId"]]
+    assert missing["input"] == bad
+
+
 async def test_state_that_is_not_an_object_is_a_run_error_and_changes_nothing(
     stack: Stack,
 ) -> None:

@@ -21,7 +21,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-from gateway.sent_messages import ENTRY_OVERHEAD, MessageJson, SentMessages
+from gateway.sent_messages import SentMessageCache, SentMessages
 from workflows import budgets
 
 
@@ -103,52 +103,49 @@ def _parsed() -> list[Any]:
     return messages
 
 
-def _sent(cache: MessageJson, principal: str, parsed: list[Any]) -> SentMessages:
-    messages = RunAgentInput.model_validate(
-        {
-            "threadId": "t",
-            "runId": "r",
-            "messages": parsed,
-            "state": {},
-            "tools": [],
-            "context": [],
-            "forwardedProps": {},
-        }
-    ).messages
-    return cache.sent(principal, messages, parsed)
+def _sent(cache: SentMessageCache, principal: str, parsed: list[Any]) -> SentMessages:
+    """A request's messages as the gateway reads them."""
+    keys, known = cache.known(principal, parsed)
+    body = {"threadId": "t", "runId": "r", "messages": known, "state": {}}
+    body |= {"tools": [], "context": [], "forwardedProps": {}}
+    return cache.sent(keys, RunAgentInput.model_validate(body).messages)
 
 
-def test_a_resent_message_gets_the_json_made_when_it_was_first_sent() -> None:
-    cache = MessageJson()
+def _same(a: list[Any], b: list[Any]) -> list[bool]:
+    return [x is y for x, y in zip(a, b, strict=True)]
+
+
+def test_a_resent_message_gets_the_model_and_the_json_made_when_it_was_first_sent() -> None:
+    cache = SentMessageCache()
     first = _sent(cache, "ann", _parsed())
     again = _sent(cache, "ann", _parsed())
 
     assert first.json == SentMessages(first.messages).json
     assert again.digests == first.digests
-    assert all(a is b for a, b in zip(again.json, first.json, strict=True))
+    assert all(_same(list(again.messages), list(first.messages)))
+    assert all(_same(again.json, first.json))
 
 
-def test_a_message_sent_differently_or_by_another_principal_is_serialised_anew() -> None:
-    cache = MessageJson()
+def test_a_message_sent_differently_or_by_another_principal_is_validated_anew() -> None:
+    cache = SentMessageCache()
     first = _sent(cache, "ann", _parsed())
     bob = _sent(cache, "bob", _parsed())
     edited = _parsed()
     edited[-1]["content"] = "Sent!"
     changed = _sent(cache, "ann", edited)
 
-    assert bob.json == first.json
-    assert not any(a is b for a, b in zip(bob.json, first.json, strict=True))
+    assert bob.json == first.json and bob.messages == first.messages
+    assert not any(_same(list(bob.messages), list(first.messages)))
     assert changed.json[-1] == budgets.to_json(changed.messages[-1])
-    assert b"Sent!" in changed.json[-1] and changed.json[-1] is not first.json[-1]
-    assert all(a is b for a, b in zip(changed.json[:-1], first.json[:-1], strict=True))
+    assert b"Sent!" in changed.json[-1]
+    assert _same(list(changed.messages), list(first.messages)) == [True] * 6 + [False]
 
 
 def test_the_least_recently_sent_are_forgotten_past_the_bound() -> None:
     parsed = _parsed()
-    one = len(budgets.to_json(parsed[0])) * 2 + ENTRY_OVERHEAD + len("ann")
-    cache = MessageJson(max_bytes=3 * one)
+    cache = SentMessageCache(max_bytes=3 * 1024 + 3 * 200)
     first = _sent(cache, "ann", parsed[:1])
     _sent(cache, "ann", [{"id": f"u{n}", "role": "user", "content": "x"} for n in range(8)])
     again = _sent(cache, "ann", parsed[:1])
 
-    assert again.json == first.json and again.json[0] is not first.json[0]
+    assert again.messages == first.messages and again.messages[0] is not first.messages[0]
