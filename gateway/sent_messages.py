@@ -1,4 +1,6 @@
-"""The messages a run request sent, each serialised to JSON once for the whole request.
+"""The messages a run request sent, each serialised to JSON once for the whole request
+and, as a principal sends it again, once for all the requests that do
+(:class:`SentMessageCache`).
 
 The gateway needs a sent message's JSON twice over. Its digest tells the thread which
 messages it has already (``workflows.known_messages``). And the ``MESSAGES_SNAPSHOT``
