@@ -199,3 +199,5 @@ def test_snapshots_left_out_are_made_whole_again(
     before = copy.deepcopy(base)
     assert known_state.fill_in(kept, base, patches) == events
     assert base == before
+    # The log's own patches, where it has them, are these.
+    assert known_state.leave_out(events, budgets.to_json(base), patches) == (kept, patches)

@@ -196,6 +196,10 @@ class EventLog:
         Empty for a run without events yet, and for one whose events the thread no
         longer carries (see ``carried``).
         """
+        return [self.sequenced(item) for item in self._items_of(run, after)]
+
+    def _items_of(self, run: RunRecord, after: int = 0) -> list[LoggedEvent]:
+        """The events of ``run`` with ``seq > after`` as the log keeps them."""
         events = self._thread.events
         if not events:
             return []
@@ -203,7 +207,24 @@ class EventLog:
         if run.last_seq < max(run.first_seq, base):
             return []
         start = max(run.first_seq, after + 1) - base
-        return [self.sequenced(item) for item in events[max(start, 0) : run.last_seq - base + 1]]
+        return events[max(start, 0) : run.last_seq - base + 1]
+
+    def last_state(self) -> bytes | None:
+        """The snapshot of the log's last ``STATE_SNAPSHOT`` as JSON (``budgets.to_json``);
+        ``None`` without one."""
+        index = self._last_state_at(len(self._thread.events))
+        return None if index is None else self._state_at(index)
+
+    def state_patches(self, run: RunRecord) -> list[list[dict[str, Any]]] | None:
+        """The patches the log keeps for the ``STATE_SNAPSHOT``s of ``run``, in order, each
+        from the one logged before it; ``None`` if it keeps one of them whole."""
+        patches = []
+        for item in self._items_of(run):
+            if isinstance(item.event, StateSnapshotEvent):
+                if item.state_patch is None:
+                    return None
+                patches.append(item.state_patch)
+        return patches
 
     def page(self, after: int) -> tuple[list[SequencedEvent], bool]:
         """The oldest events of the whole log with ``seq > after``, at most

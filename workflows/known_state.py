@@ -60,23 +60,39 @@ def digest(state: Any) -> str | None:
 
 
 def leave_out(
-    events: Sequence[SequencedEvent], base: bytes
+    events: Sequence[SequencedEvent], base: bytes, logged: Sequence[Patch] | None = None
 ) -> tuple[list[SequencedEvent], list[Patch]]:
     """``events`` with each ``STATE_SNAPSHOT``'s snapshot left out (``None``), and the
     patches that make them again, in order, from the state ``base`` (as
-    ``budgets.to_json``)."""
-    kept: list[SequencedEvent] = []
-    patches: list[Patch] = []
+    ``budgets.to_json``).
+
+    Args:
+        logged: Those patches as the thread's log keeps them
+            (``EventLog.state_patches``), where its snapshot before the first of
+            ``events`` is ``base``: a changed state's patch costs the most of a run's
+            state, and the log has just made it.
+    """
+    snapshots = [item.event for item in events if isinstance(item.event, StateSnapshotEvent)]
+    if logged is None or len(logged) != len(snapshots):
+        logged = _patches(snapshots, base)
+    kept = [
+        item.model_copy(update={"event": item.event.model_copy(update={"snapshot": None})})
+        if isinstance(item.event, StateSnapshotEvent)
+        else item
+        for item in events
+    ]
+    return kept, list(logged)
+
+
+def _patches(snapshots: Sequence[StateSnapshotEvent], base: bytes) -> list[Patch]:
+    """The patches that make ``snapshots``, in order, from the state ``base``."""
+    patches = []
     previous = base
-    for item in events:
-        event = item.event
-        if isinstance(event, StateSnapshotEvent):
-            encoded = budgets.to_json(event.snapshot)
-            patches.append(state_patch(previous, encoded, event.snapshot))
-            previous = encoded
-            item = item.model_copy(update={"event": event.model_copy(update={"snapshot": None})})
-        kept.append(item)
-    return kept, patches
+    for event in snapshots:
+        encoded = budgets.to_json(event.snapshot)
+        patches.append(state_patch(previous, encoded, event.snapshot))
+        previous = encoded
+    return patches
 
 
 def fill_in(

@@ -273,6 +273,8 @@ class ThreadWorkflow:
                 # too if a run changed it while this one waited: the client's copy is
                 # then older than the thread's, which stays.
                 state = budgets.to_json(self._thread.state) if self._has_state(request) else None
+                # Then the log's patches of the run's snapshots start from it, most often.
+                logged = state is not None and self._log.last_state() == state
             run_input = request.input
             if state is not None:
                 # What the agent sees of the input is what the client sent.
@@ -283,7 +285,10 @@ class ThreadWorkflow:
                 reply.events = [_without_prefix(item, known.count) for item in reply.events]
                 reply.snapshot_prefix = known.count
             if state is not None:
-                reply.events, reply.state_patches = known_state.leave_out(reply.events, state)
+                patches = self._log.state_patches(run) if logged else None
+                reply.events, reply.state_patches = known_state.leave_out(
+                    reply.events, state, patches
+                )
             return reply
 
     @run_agent.validator

@@ -23,7 +23,7 @@ from ag_ui.core import (
     UserMessage,
 )
 
-from workflows import budgets
+from workflows import budgets, known_state
 from workflows.event_log import LOG_PAGE_BYTES, LOG_PAGE_EVENTS, EventLog
 from workflows.models import RunRecord, SequencedEvent, ThreadState
 
@@ -392,6 +392,25 @@ def test_a_trimmed_log_keeps_in_place_what_a_continue_as_new_carries() -> None:
     fourth = run_with_states(thread, log, "u4", OUTBOXES[0])
     assert snapshots(log.events_of(fourth)) == [OUTBOXES[0]]
     assert snapshots(log.events_of(third)) == [OUTBOXES[4]]
+
+
+def test_a_runs_logged_patches_make_its_snapshots_from_the_last_state_before_it() -> None:
+    thread, log = new_log()
+    assert log.last_state() is None
+    run_with_states(thread, log, "u1", OUTBOXES[0], OUTBOXES[1])
+    before = log.last_state()
+    run = run_with_states(thread, log, "u2", OUTBOXES[3], OUTBOXES[3], OUTBOXES[4])
+
+    patches = log.state_patches(run)
+
+    assert before == budgets.to_json(OUTBOXES[1])
+    assert patches is not None and patches[1] == []
+    events = known_state.leave_out(log.events_of(run), before, patches)[0]
+    whole = known_state.fill_in(events, OUTBOXES[1], patches)
+    assert snapshots(whole) == [OUTBOXES[3], OUTBOXES[3], OUTBOXES[4]]
+    # A run whose first snapshot the log keeps whole has no patches of its own.
+    first = thread.runs[0]
+    assert log.state_patches(first) is None
 
 
 # --- replay ----------------------------------------------------------------------------
