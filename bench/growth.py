@@ -14,7 +14,6 @@ processes, the client apart from them.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +32,6 @@ APPROVAL_PROMPT = "mail a@b.com"
 """What makes the demo agent ask for approval (``send_email``)."""
 WINDOW = 5
 """Turns sampled around each mark."""
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 CpuReader = Callable[[], dict[str, float]]
 """The CPU seconds each process of a stack has used so far, by the process's name."""
@@ -125,7 +123,7 @@ def at_marks(
     """The figures at each mark of a conversation whose turns cost ``costs``, in order."""
     taken = []
     for mark in marks:
-        sample = [costs[turn - 1] for turn in window(mark, len(costs), width)]
+        sample = [costs[number - 1] for number in window(mark, len(costs), width)]
         cpu = {
             name: statistics.mean(cost.cpu_seconds[name] for cost in sample)
             for name in sample[0].cpu_seconds
