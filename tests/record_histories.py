@@ -34,6 +34,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 from settings import Settings
 from tests.helpers import LONG_LIVED as LONG_LIVED_RUNS
 from tests.helpers import (
+    EchoingClient,
     Stack,
     eventually,
     new_thread,
@@ -182,24 +183,9 @@ async def state_echoed(stack: Stack, thread_id: str) -> None:
     """Two approvals on a client that echoes the thread's messages and state, as
     ``@ag-ui/client`` does: the second's runs leave out the state the thread has
     (``workflows/known_state.py``) and carry their replies' snapshots as patches."""
-    messages: list[dict[str, Any]] = []
-    state: dict[str, Any] = {}
-
-    async def run(run_id: str, **extra: Any) -> list[dict[str, Any]]:
-        nonlocal messages, state
-        body = {"threadId": thread_id, "runId": run_id, "messages": messages, "state": state}
-        events = await post_run(stack.http, "demo", body | extra)
-        for event in events:
-            if event["type"] == "MESSAGES_SNAPSHOT":
-                messages = event["messages"]
-            elif event["type"] == "STATE_SNAPSHOT":
-                state = event["snapshot"]
-        return events
-
-    for n, to in enumerate(("ann@example.com", "bob@example.com")):
-        messages = [*messages, {"id": f"u{n}", "role": "user", "content": f"mail {to}"}]
-        (approval,) = (await run(f"r{n}a"))[-1]["outcome"]["interrupts"]
-        await run(f"r{n}b", resume=_answer(approval, {"approved": True}))
+    client = EchoingClient(stack.http, thread_id)
+    await client.mail("ann@example.com")
+    await client.mail("bob@example.com")
 
 
 SCENARIOS: dict[str, Scenario] = {

@@ -9,10 +9,8 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import pytest
 from ag_ui.core import CustomEvent, StateSnapshotEvent
 from hypothesis import given
@@ -20,63 +18,12 @@ from hypothesis import strategies as st
 from temporalio import workflow
 from temporalio.client import Client
 
-from tests.helpers import Stack, new_thread, post_run, serve_stack, types
+from tests.helpers import EchoingClient, Stack, serve_stack
 from tests.test_deploys import failed_workflow_tasks
 from tests.test_known_messages import recorded_runs
 from workflows import budgets, known_state
 from workflows.models import SequencedEvent
 from workflows.thread import ThreadWorkflow
-
-
-@dataclass
-class EchoingClient:
-    """A thread as ``@ag-ui/client`` holds it: each run sends back the conversation of
-    the last ``MESSAGES_SNAPSHOT`` and the state of the last ``STATE_SNAPSHOT``."""
-
-    http: httpx.AsyncClient
-    thread_id: str = field(default_factory=new_thread)
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    state: dict[str, Any] = field(default_factory=dict)
-    runs: int = 0
-
-    async def run(self, text: str | None = None, **extra: Any) -> list[dict[str, Any]]:
-        self.runs += 1
-        if text is not None:
-            self.messages.append({"id": f"u{self.runs}", "role": "user", "content": text})
-        body = {
-            "threadId": self.thread_id,
-            "runId": f"r{self.runs}",
-            "messages": self.messages,
-            "state": self.state,
-            **extra,
-        }
-        events = await post_run(self.http, "demo", body)
-        assert events[-1]["type"] == "RUN_FINISHED", types(events)
-        for event in events:
-            if event["type"] == "MESSAGES_SNAPSHOT":
-                self.messages = event["messages"]
-            elif event["type"] == "STATE_SNAPSHOT":
-                self.state = event["snapshot"]
-        return events
-
-    async def mail(self, to: str) -> list[dict[str, Any]]:
-        """An interrupt cycle: ask to mail ``to``, approve it; the resume's events."""
-        paused = await self.run(f"mail {to}")
-        [interrupt] = paused[-1]["outcome"]["interrupts"]
-        entry = {
-            "interruptId": interrupt["id"],
-            "status": "resolved",
-            "payload": {"approved": True},
-        }
-        resumed = await self.run(resume=[entry])
-        assert resumed[-1]["outcome"] == {"type": "success"}, types(resumed)
-        return resumed
-
-    async def thread_state(self) -> dict[str, Any]:
-        response = await self.http.get(f"/threads/{self.thread_id}")
-        assert response.status_code == 200, response.text
-        state: dict[str, Any] = response.json()["state"]
-        return state
 
 
 def state_snapshots(events: list[dict[str, Any]]) -> list[Any]:
