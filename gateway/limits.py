@@ -11,7 +11,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -37,24 +37,21 @@ ID_RULE = (
 )
 _ID = re.compile(ID_PATTERN)
 
-_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)', re.DOTALL)
-"""A JSON string, or an unterminated one to the end of the body. Possessive, and always
-matching from a quote, so the scan is linear in the body's size whatever it holds; runs
-of plain characters are taken whole, not one alternation per character."""
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 """Where a string may spell a UTF-16 surrogate: only a body holding one can hold a lone
 one (raw surrogates are not UTF-8)."""
-_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_NOT_BRACKETS_OR_QUOTES = bytes(set(range(256)) - set(b'"[]{}'))
 _OPENERS = bytes.maketrans(b"{}", b"[]")
 
 
 def parse_json(body: bytes) -> Any:
     """The body as JSON, once it is UTF-8 and nests at most :data:`MAX_JSON_DEPTH` deep.
 
-    The depth is found before parsing, without recursion and at C speed: strings are
-    cut out, every bracket outside them is kept, and innermost pairs are removed one
-    level per pass. Brackets left after :data:`MAX_JSON_DEPTH` passes are too deep, or
-    unbalanced; either way the body is refused before the parser sees it.
+    The depth is found before parsing, without recursion and at C speed
+    (:func:`_brackets`): every bracket outside a string is kept, and innermost pairs
+    are removed one level per pass. Brackets left after :data:`MAX_JSON_DEPTH` passes
+    are too deep, or unbalanced; either way the body is refused before the parser sees
+    it.
 
     Strict JSON only: no ``NaN``/``Infinity``, no number too large for a float, no
     string with a lone UTF-16 surrogate (``"\\ud800"``). Python's parser takes each,
@@ -66,7 +63,7 @@ def parse_json(body: bytes) -> Any:
             message says which.
     """
     text = body.decode("utf-8-sig")
-    brackets = _STRING.sub(b"", body).translate(_OPENERS, _NOT_BRACKETS)
+    brackets = _brackets(body)
     for _ in range(MAX_JSON_DEPTH):
         if not brackets:
             break
@@ -85,6 +82,22 @@ def parse_json(body: bytes) -> Any:
     return value
 
 
+def _brackets(body: bytes) -> bytes:
+    """The brackets of ``body`` outside its strings, each opener as ``[`` and each
+    closer as ``]``, in order.
+
+    In JSON a backslash appears only in a string, where it starts an escape: removing
+    the escaped backslashes and then the escaped quotes leaves every quote a string's
+    delimiter, so once all but quotes and brackets are gone, a string is what lies
+    between a quote and the next. Every step is a pass of ``bytes`` methods over the
+    body. For a body that is not JSON the result may be wrong, and the parser refuses
+    that body anyway.
+    """
+    kept = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    quoted = kept.translate(_OPENERS, _NOT_BRACKETS_OR_QUOTES).split(b'"')
+    return b"".join(quoted[::2])
+
+
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
@@ -96,15 +109,24 @@ def _finite_float(literal: str) -> float:
     return number
 
 
-def id_problems(run_input: RunAgentInput) -> list[dict[str, Any]]:
+def id_problems(
+    run_input: RunAgentInput, checked: Container[int] = frozenset()
+) -> list[dict[str, Any]]:
     """Every id in ``run_input`` that breaks :data:`ID_RULE`, as validation details
-    (``loc`` in the body's camelCase, as pydantic's are)."""
+    (``loc`` in the body's camelCase, as pydantic's are).
+
+    Args:
+        checked: The positions of messages whose ids were checked before, as the same
+            models (``gateway.sent_messages``): a resent conversation is checked once.
+    """
     found: list[tuple[list[str | int], str | None]] = [
         (["threadId"], run_input.thread_id),
         (["runId"], run_input.run_id),
         (["parentRunId"], run_input.parent_run_id),
     ]
     for i, message in enumerate(run_input.messages):
+        if i in checked:
+            continue
         found.append((["messages", i, "id"], message.id))
         if isinstance(message, AssistantMessage):
             for j, call in enumerate(message.tool_calls or []):

@@ -89,15 +89,17 @@ async def _run_body(
     body: Any = await json_body(request)
     parsed = body.get("messages") if isinstance(body, dict) else None
     keys: list[Key] = []
+    kept: set[int] = set()
     known = body
     if isinstance(parsed, list):
         keys, messages = cache.known(principal.subject, parsed)
+        kept = {i for i, message in enumerate(messages) if message is not parsed[i]}
         known = body | {"messages": messages}
     try:
         run_input = RunAgentInput.model_validate(normalise_draft_resume(known))
     except ValidationError:
         raise _not_run_input(body) from None
-    problems = id_problems(run_input)
+    problems = id_problems(run_input, kept)
     if problems:
         raise ApiError(
             422, GatewayErrorCode.INVALID_RUN_INPUT, f"Invalid ids. {ID_RULE}", details=problems

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import pydantic_core
 from ag_ui.core import Message, MessagesSnapshotEvent
@@ -39,20 +39,38 @@ _EMPTY_TAIL = '"messages":[]}'
 its last field, the slot its messages' JSON goes into."""
 
 
+class Encoded(NamedTuple):
+    """One message's JSON and digest."""
+
+    json: bytes
+    """The message as the data converter writes it (``budgets.to_json``), which is also
+    how ``ag_ui``'s encoder writes it inside an event."""
+    digest: bytes
+    """``known_messages.message_digest`` of :attr:`json`."""
+
+    @classmethod
+    def of(cls, message: Message) -> Encoded:
+        """``message``'s JSON and digest."""
+        json = to_json(message)
+        return cls(json, message_digest(json))
+
+
 class SentMessages:
     """A request's messages, with their JSON and digests in the same order."""
 
-    def __init__(self, messages: Sequence[Message], json: Sequence[bytes] | None = None) -> None:
+    def __init__(
+        self, messages: Sequence[Message], encoded: Sequence[Encoded] | None = None
+    ) -> None:
         """
         Args:
-            json: Each message's JSON as ``budgets.to_json`` writes it, where the caller
-                has it (:class:`SentMessageCache`); made here otherwise.
+            encoded: Each message's JSON and digest, where the caller has them
+                (:class:`SentMessageCache`); made here otherwise.
         """
         self.messages = messages
-        self.json = list(json) if json is not None else [to_json(m) for m in messages]
-        """Each message as the data converter writes it (``budgets.to_json``), which is
-        also how ``ag_ui``'s encoder writes it inside an event."""
-        self.digests = [message_digest(encoded) for encoded in self.json]
+        if encoded is None:
+            encoded = [Encoded.of(message) for message in messages]
+        self.json = [each.json for each in encoded]
+        self.digests = [each.digest for each in encoded]
 
     def encode_snapshot(self, event: MessagesSnapshotEvent) -> str:
         """``event`` as ``EventEncoder`` writes it (the SSE ``data:`` line), the JSON of
@@ -78,21 +96,23 @@ class SentMessageCache:
 
     A message's model, and so its JSON, is a function of what the client sent for it,
     so a message sent as before gets the model validated then (pydantic takes a model
-    instance as it is) and its JSON; its key, the message as parsed written out again,
-    costs a tenth of serialising the model. Keys are per principal, so no one's request
-    is faster for what another sent. Nothing changes a model once validated (the gateway
+    instance as it is), its JSON and its digest; its key, the message as parsed written
+    out again, costs a tenth of serialising the model. Only a request that passed every
+    check keeps its messages, so a kept model's ids were checked too
+    (``gateway.limits.id_problems``). Keys are per principal, so no one's request is
+    faster for what another sent. Nothing changes a model once validated (the gateway
     only reads a request's messages). The least recently used go first past
     ``max_bytes``; a message not kept is only validated and serialised again.
     """
 
     def __init__(self, max_bytes: int = SENT_MESSAGE_BYTES) -> None:
         self._max_bytes = max_bytes
-        self._kept: OrderedDict[Key, tuple[Message, bytes]] = OrderedDict()
+        self._kept: OrderedDict[Key, tuple[Message, Encoded]] = OrderedDict()
         self._bytes = 0
 
     def known(self, principal: str, parsed: Sequence[Any]) -> tuple[list[Key], list[Any]]:
         """Each of a request's messages as parsed, by ``principal``: its key, and what to
-        validate for it, its model where it is kept, else itself."""
+        validate for it, its model where it is kept, else itself (the very object)."""
         keys = [(principal, pydantic_core.to_json(raw)) for raw in parsed]
         known = []
         for key, raw in zip(keys, parsed, strict=True):
@@ -106,12 +126,13 @@ class SentMessageCache:
 
     def sent(self, keys: Sequence[Key], messages: Sequence[Message]) -> SentMessages:
         """``messages``, validated from what :meth:`known` gave for ``keys``, as
-        :class:`SentMessages`; those not kept yet are kept from now on."""
+        :class:`SentMessages`; those not kept yet are kept from now on. Only for a
+        request that passed every check."""
         encoded = []
         for key, message in zip(keys, messages, strict=True):
             kept = self._kept.get(key)
             if kept is None:
-                kept = (message, to_json(message))
+                kept = (message, Encoded.of(message))
                 self._kept[key] = kept
                 self._bytes += _cost(key, kept[1])
                 while self._bytes > self._max_bytes:
@@ -121,7 +142,8 @@ class SentMessageCache:
         return SentMessages(messages, encoded)
 
 
-def _cost(key: Key, encoded: bytes) -> int:
+def _cost(key: Key, encoded: Encoded) -> int:
     """About the memory one kept message holds: its key, its JSON, its model (some ten
-    times a short message's JSON, about the size of a long one's) and the entries."""
-    return len(key[0]) + len(key[1]) + 2 * len(encoded) + KIB
+    times a short message's JSON, about the size of a long one's), its digest and the
+    entries."""
+    return len(key[0]) + len(key[1]) + 2 * len(encoded.json) + KIB

@@ -3,11 +3,14 @@ the per-principal stream slots, and what a failed Temporal call tells the client
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 
 import pytest
 from ag_ui.core import RunAgentInput
+from hypothesis import given
+from hypothesis import strategies as st
 from temporalio.api.common.v1 import GrpcStatus
 from temporalio.api.enums.v1 import ResourceExhaustedCause, ResourceExhaustedScope
 from temporalio.api.errordetails.v1 import ResourceExhaustedFailure, WorkflowNotReadyFailure
@@ -72,6 +75,35 @@ def test_json_nested_too_deeply_is_refused_before_parsing(body: bytes) -> None:
 )
 def test_json_within_the_limit_parses(body: bytes, value: object) -> None:
     assert parse_json(body) == value
+
+
+TRICKY_TEXT = st.text(alphabet='[]{}"\\/ab\n', max_size=8)
+"""Strings of brackets, quotes and backslashes: what the depth scan must see past."""
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | TRICKY_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TRICKY_TEXT, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+def depth(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(depth, value.values()), default=0)
+    return 0
+
+
+@given(JSON_VALUES, st.integers(min_value=0, max_value=MAX_JSON_DEPTH + 2))
+def test_json_is_refused_exactly_when_it_nests_too_deeply(value: object, wrappers: int) -> None:
+    for _ in range(wrappers):
+        value = [value]
+    body = json.dumps(value).encode()
+    if depth(value) > MAX_JSON_DEPTH:
+        with pytest.raises(ValueError, match="nest deeper than 64 levels"):
+            parse_json(body)
+    else:
+        assert parse_json(body) == value
 
 
 @pytest.mark.parametrize(
@@ -198,6 +230,14 @@ def test_id_problems_name_every_bad_id_by_its_place_in_the_body() -> None:
         ["parentRunId"],
         ["messages", 1, "id"],
         ["messages", 1, "toolCalls", 0, "id"],
+        ["messages", 2, "toolCallId"],
+        ["resume", 0, "interruptId"],
+    ]
+    # Messages checked before (kept by the gateway's SentMessageCache) are not again.
+    assert [problem["loc"] for problem in id_problems(run_input, checked={1})] == [
+        ["threadId"],
+        ["runId"],
+        ["parentRunId"],
         ["messages", 2, "toolCallId"],
         ["resume", 0, "interruptId"],
     ]
