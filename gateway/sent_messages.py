@@ -97,12 +97,12 @@ class SentMessageCache:
     A message's model, and so its JSON, is a function of what the client sent for it,
     so a message sent as before gets the model validated then (pydantic takes a model
     instance as it is), its JSON and its digest; its key, the message as parsed written
-    out again, costs a tenth of serialising the model. Only a request that passed every
-    check keeps its messages, so a kept model's ids were checked too
-    (``gateway.limits.id_problems``). Keys are per principal, so no one's request is
-    faster for what another sent. Nothing changes a model once validated (the gateway
-    only reads a request's messages). The least recently used go first past
-    ``max_bytes``; a message not kept is only validated and serialised again.
+    out again, costs a tenth of serialising the model. Only a request whose body passed
+    the gateway's checks keeps its messages (``gateway.runs``), so a kept model's ids
+    were checked too (``gateway.limits.id_problems``). Keys are per principal, so no
+    one's request is faster for what another sent. Nothing changes a model once
+    validated (the gateway only reads a request's messages). The least recently used go
+    first past ``max_bytes``; a message not kept is only validated and serialised again.
     """
 
     def __init__(self, max_bytes: int = SENT_MESSAGE_BYTES) -> None:
@@ -127,7 +127,7 @@ class SentMessageCache:
     def sent(self, keys: Sequence[Key], messages: Sequence[Message]) -> SentMessages:
         """``messages``, validated from what :meth:`known` gave for ``keys``, as
         :class:`SentMessages`; those not kept yet are kept from now on. Only for a
-        request that passed every check."""
+        request whose body passed the gateway's checks."""
         encoded = []
         for key, message in zip(keys, messages, strict=True):
             kept = self._kept.get(key)
