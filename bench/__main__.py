@@ -30,7 +30,7 @@ import codec
 from bench.cpu import CpuSplit, idle_cpu
 from bench.cycles import Cycles, measure_cycles, measure_resumes
 from bench.floor import measure_floor, measure_floor_cycles
-from bench.growth import Growth, measure_growth
+from bench.growth import WINDOW, Growth, measure_growth
 from bench.report import Results, render, render_cpu, render_growth
 from bench.runs import measure_runs, thread_history
 from bench.stack import Stack, running_stack
@@ -78,6 +78,8 @@ class Counts:
     """Replies whose first token comes ``THINKING_SECONDS`` after the model is called."""
     growth_marks: tuple[int, ...]
     """The turns of one conversation at which its growth is read, first to last."""
+    growth_window: int
+    """The turns around each growth mark its figures are taken over."""
 
 
 FULL = Counts(
@@ -92,6 +94,7 @@ FULL = Counts(
     tokens_per_reply=50,
     thinking_replies=5,
     growth_marks=(2, 50, 100, 200),
+    growth_window=WINDOW,
 )
 QUICK = Counts(
     floor={1: 20, 16: 80},
@@ -105,6 +108,7 @@ QUICK = Counts(
     tokens_per_reply=20,
     thinking_replies=2,
     growth_marks=(2, 10, 20),
+    growth_window=3,
 )
 
 
@@ -197,7 +201,7 @@ async def _bench(
             counts.stream_runs,
         )
         tokens = await _tokens(stack, http, model_server, counts)
-        growth = await measure_growth(stack.client, http, counts.growth_marks)
+        growth = await measure_growth(stack.client, http, counts.growth_marks, counts.growth_window)
     return Results(
         floor, tool_floor, runs, cycles, floor_cycles, resumes, history, streams, tokens, growth
     )
@@ -229,7 +233,7 @@ async def growth_only(counts: Counts, payload_keys: SecretStr | None, versioned:
         httpx.AsyncClient(base_url=stack.base_url, headers=stack.headers, timeout=30) as http,
     ):
         await measure_runs(http, counts.warmup_runs, 1, counts.runs_per_thread)
-        return await measure_growth(stack.client, http, counts.growth_marks)
+        return await measure_growth(stack.client, http, counts.growth_marks, counts.growth_window)
 
 
 async def cycles_only(

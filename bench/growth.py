@@ -30,8 +30,9 @@ from workflows.thread_ids import workflow_id_for
 
 APPROVAL_PROMPT = "mail a@b.com"
 """What makes the demo agent ask for approval (``send_email``)."""
-WINDOW = 5
-"""Turns sampled around each mark."""
+WINDOW = 20
+"""Turns sampled around each mark: a process's CPU is read in clock ticks (10 ms), about
+what it spends on a turn, and a turn's latency varies with the machine."""
 
 CpuReader = Callable[[], dict[str, float]]
 """The CPU seconds each process of a stack has used so far, by the process's name."""
@@ -133,8 +134,11 @@ def at_marks(
     return tuple(taken)
 
 
-async def measure_growth(client: Client, http: httpx.AsyncClient, marks: tuple[int, ...]) -> Growth:
-    """Drive one conversation through ``max(marks)`` turns; the figures at each mark.
+async def measure_growth(
+    client: Client, http: httpx.AsyncClient, marks: tuple[int, ...], width: int
+) -> Growth:
+    """Drive one conversation through ``max(marks)`` turns; the figures at each mark,
+    over ``width`` turns around it.
 
     Raises:
         RuntimeError: A turn failed, or the thread's history holds another number of
@@ -156,4 +160,4 @@ async def measure_growth(client: Client, http: httpx.AsyncClient, marks: tuple[i
         TurnCost(cost.resume_seconds, cost.cpu_seconds, pause.bytes + resume.bytes)
         for cost, pause, resume in zip(costs, served[::2], served[1::2], strict=True)
     ]
-    return Growth(at_marks(costs, marks), time.perf_counter() - began)
+    return Growth(at_marks(costs, marks, width), time.perf_counter() - began)

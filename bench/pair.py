@@ -40,7 +40,7 @@ from bench.conversation import Conversation
 from bench.cpu import children, cpu_seconds
 from bench.cycles import cycle
 from bench.deployed import ROOT, free_port, healthy, stop
-from bench.growth import TurnCost, at_marks, turn
+from bench.growth import WINDOW, TurnCost, at_marks, turn
 from bench.report import ordinal
 from bench.stats import Summary
 
@@ -49,9 +49,6 @@ PROCESSES = ("temporal", "worker", "gateway")
 WARMUP_CYCLES = 10
 """Cycles each stack runs before it is measured: the first threads pay for caches and
 connections."""
-GROWTH_WINDOW = 20
-"""Turns around a growth mark whose CPU is averaged: a process's is read in clock ticks
-(10 ms), as much as a process spends on a turn."""
 REQUEST_SECONDS = 120.0
 """How long one of the bench's requests may take: the first waits while
 ``scripts/run.py`` makes its build current."""
@@ -239,11 +236,11 @@ def render_growth(builds: tuple[Build, Build], costs: list[list[TurnCost]]) -> s
     lines = [str(build) for build in builds]
     lines.append(
         f"one conversation each, {turns} turns; CPU per turn the mean of the"
-        f" {GROWTH_WINDOW} turns around a mark, resume the median"
+        f" {WINDOW} turns around a mark, resume the median"
     )
     lines.append(f"  {'':<22}{columns}{ratio:>12}")
     for build, taken in zip(builds, costs, strict=True):
-        at = at_marks(taken, marks, GROWTH_WINDOW)
+        at = at_marks(taken, marks)
         rows = [("resume p50 ms", [mark.resume_seconds * 1000 for mark in at])]
         rows += [
             (f"CPU ms: {name}", [mark.cpu_seconds[name] * 1000 for mark in at])
@@ -305,7 +302,7 @@ def main() -> None:
     parser.add_argument(
         "--turns",
         type=int,
-        help=f"one conversation of this many turns each (at least {GROWTH_WINDOW + 1}) "
+        help=f"one conversation of this many turns each (at least {WINDOW + 1}) "
         "instead of fresh threads",
     )
     args = parser.parse_args()
@@ -314,8 +311,8 @@ def main() -> None:
         Build("B", args.b, _env(args.b_env)),
     )
     if args.turns is not None:
-        if args.turns <= GROWTH_WINDOW:
-            parser.error(f"--turns takes at least {GROWTH_WINDOW + 1}")
+        if args.turns <= WINDOW:
+            parser.error(f"--turns takes at least {WINDOW + 1}")
         print(render_growth(builds, asyncio.run(measure_growth(builds, args.turns))))
         return
     results = asyncio.run(measure(builds, args.rounds, args.cycles, args.concurrency))
