@@ -88,28 +88,27 @@ async def _run_body(
     validated then."""
     body: Any = await json_body(request)
     parsed = body.get("messages") if isinstance(body, dict) else None
-    keys: list[Key] = []
-    kept: set[int] = set()
-    known = body
-    if isinstance(parsed, list):
-        keys, messages = cache.known(principal.subject, parsed)
-        kept = {i for i, message in enumerate(messages) if message is not parsed[i]}
-        known = body | {"messages": messages}
+    if not isinstance(parsed, list):
+        raise _not_run_input(body)
+    known = cache.known(principal.subject, parsed)
     try:
-        run_input = RunAgentInput.model_validate(normalise_draft_resume(known))
+        run_input = RunAgentInput.model_validate(
+            normalise_draft_resume(body | {"messages": known.fresh(parsed)})
+        )
     except ValidationError:
         raise _not_run_input(body) from None
-    problems = id_problems(run_input, kept)
+    run_input = run_input.model_copy(update={"messages": known.merged(run_input.messages)})
+    problems = id_problems(run_input, known.checked())
     if problems:
         raise ApiError(
             422, GatewayErrorCode.INVALID_RUN_INPUT, f"Invalid ids. {ID_RULE}", details=problems
         )
-    return RunBody(run_input, keys)
+    return RunBody(run_input, known.keys)
 
 
 def _not_run_input(body: Any) -> ApiError:
     """The 422 for a ``body`` that is not a ``RunAgentInput``, its details those of the
-    body as sent (not with the models of messages sent before in it)."""
+    body as sent (with the messages sent before in it too, where they are)."""
     try:
         RunAgentInput.model_validate(normalise_draft_resume(body))
     except ValidationError as err:
@@ -120,7 +119,7 @@ def _not_run_input(body: Any) -> ApiError:
             "The body is not an AG-UI RunAgentInput.",
             details=details,
         )
-    raise AssertionError("a body with the models of its own messages validated differently")
+    raise AssertionError("a body validated differently without the messages sent before")
 
 
 RunBodyDep = Annotated[RunBody, Depends(_run_body)]

@@ -88,6 +88,30 @@ class SentMessages:
         return f"data: {opening}[{b','.join(parts).decode()}]}}\n\n"
 
 
+class Known(NamedTuple):
+    """A request's messages as :class:`SentMessageCache` knows them."""
+
+    keys: list[Key]
+    """Each message's key, in order."""
+    models: list[Message | None]
+    """Each message's model where it is kept, else ``None``."""
+
+    def fresh(self, parsed: Sequence[Any]) -> list[Any]:
+        """The messages of ``parsed`` not kept, in order: all that is left to validate."""
+        return [raw for raw, model in zip(parsed, self.models, strict=True) if model is None]
+
+    def merged(self, validated: Sequence[Message]) -> list[Message]:
+        """The request's messages in order: the kept models, and ``validated`` (the
+        models of :meth:`fresh`, in order) in the places between."""
+        made = iter(validated)
+        return [next(made) if model is None else model for model in self.models]
+
+    def checked(self) -> set[int]:
+        """The positions of the kept messages, whose ids were checked when they were
+        first sent (``gateway.limits.id_problems``)."""
+        return {i for i, model in enumerate(self.models) if model is not None}
+
+
 class SentMessageCache:
     """The messages each principal sent lately, validated and serialised, by the message
     as parsed from its request: a client resends the whole conversation with every run,
@@ -95,8 +119,8 @@ class SentMessageCache:
     costliest parts of reading it again (``docs/bench.md``, "By process").
 
     A message's model, and so its JSON, is a function of what the client sent for it,
-    so a message sent as before gets the model validated then (pydantic takes a model
-    instance as it is), its JSON and its digest; its key, the message as parsed written
+    so a message sent as before gets the model validated then, its JSON and its digest,
+    and only the others are validated (:class:`Known`); its key, the message as parsed written
     out again, costs a tenth of serialising the model. Only a request whose body passed
     the gateway's checks keeps its messages (``gateway.runs``), so a kept model's ids
     were checked too (``gateway.limits.id_problems``). Keys are per principal, so no
@@ -110,22 +134,21 @@ class SentMessageCache:
         self._kept: OrderedDict[Key, tuple[Message, Encoded]] = OrderedDict()
         self._bytes = 0
 
-    def known(self, principal: str, parsed: Sequence[Any]) -> tuple[list[Key], list[Any]]:
-        """Each of a request's messages as parsed, by ``principal``: its key, and what to
-        validate for it, its model where it is kept, else itself (the very object)."""
+    def known(self, principal: str, parsed: Sequence[Any]) -> Known:
+        """What this cache holds of a request's messages as parsed, by ``principal``."""
         keys = [(principal, pydantic_core.to_json(raw)) for raw in parsed]
-        known = []
-        for key, raw in zip(keys, parsed, strict=True):
+        models: list[Message | None] = []
+        for key in keys:
             kept = self._kept.get(key)
             if kept is None:
-                known.append(raw)
+                models.append(None)
             else:
                 self._kept.move_to_end(key)
-                known.append(kept[0])
-        return keys, known
+                models.append(kept[0])
+        return Known(keys, models)
 
     def sent(self, keys: Sequence[Key], messages: Sequence[Message]) -> SentMessages:
-        """``messages``, validated from what :meth:`known` gave for ``keys``, as
+        """``messages``, the request's whole (``Known.merged``) for ``keys``, as
         :class:`SentMessages`; those not kept yet are kept from now on. Only for a
         request whose body passed the gateway's checks."""
         encoded = []

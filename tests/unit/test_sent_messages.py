@@ -105,10 +105,10 @@ def _parsed() -> list[Any]:
 
 def _sent(cache: SentMessageCache, principal: str, parsed: list[Any]) -> SentMessages:
     """A request's messages as the gateway reads them."""
-    keys, known = cache.known(principal, parsed)
-    body = {"threadId": "t", "runId": "r", "messages": known, "state": {}}
+    known = cache.known(principal, parsed)
+    body = {"threadId": "t", "runId": "r", "messages": known.fresh(parsed), "state": {}}
     body |= {"tools": [], "context": [], "forwardedProps": {}}
-    return cache.sent(keys, RunAgentInput.model_validate(body).messages)
+    return cache.sent(known.keys, known.merged(RunAgentInput.model_validate(body).messages))
 
 
 def _same(a: list[Any], b: list[Any]) -> list[bool]:
@@ -139,6 +139,19 @@ def test_a_message_sent_differently_or_by_another_principal_is_validated_anew() 
     assert changed.json[-1] == budgets.to_json(changed.messages[-1])
     assert b"Sent!" in changed.json[-1]
     assert _same(list(changed.messages), list(first.messages)) == [True] * 6 + [False]
+
+
+def test_only_the_messages_not_kept_are_left_to_validate_and_to_check() -> None:
+    cache = SentMessageCache()
+    _sent(cache, "ann", _parsed())
+    edited = _parsed()
+    edited[-1]["content"] = "Sent!"
+
+    known = cache.known("ann", edited)
+
+    [fresh] = known.fresh(edited)
+    assert fresh is edited[-1]
+    assert known.checked() == set(range(len(edited) - 1))
 
 
 def test_the_least_recently_sent_are_forgotten_past_the_bound() -> None:
