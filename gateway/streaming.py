@@ -201,19 +201,29 @@ class _Pace:
         )
 
 
-def run_key_for(run_input: RunAgentInput, principal: str, digests: Sequence[bytes]) -> str:
+def run_key_for(
+    run_input: RunAgentInput, principal: str, digests: Sequence[bytes], state: str | None
+) -> str:
     """The update id for a run: the same request sent twice by the same principal is
     the same update.
 
     Temporal answers a repeated update id with the first update's outcome, so a client
     retrying a run gets its events instead of a second execution. The digest tells apart
     different requests that reuse a ``runId``, and different senders of one request. It
-    is over the input without its messages, as canonical JSON, and the messages'
-    ``digests`` (``SentMessages.digests``), which the gateway computes for the run
-    anyway: a long conversation is serialised once per run, not twice.
+    is over the input without its messages and its state, as canonical JSON, the
+    messages' ``digests`` (``SentMessages.digests``) and the state's digest
+    (``known_state.digest``), both of which the gateway computes for the run anyway: a
+    long conversation, or a large state, is serialised once per run, not twice.
+
+    Args:
+        state: ``known_state.digest`` of ``run_input.state``; where it is ``None``, the
+            state is keyed as it is.
     """
-    rest = run_input.model_copy(update={"messages": []}).model_dump(mode="json", by_alias=True)
-    canonical = json.dumps([principal, rest], sort_keys=True).encode()
+    left_out: dict[str, Any] = {"messages": []}
+    if state is not None:
+        left_out["state"] = None
+    rest = run_input.model_copy(update=left_out).model_dump(mode="json", by_alias=True)
+    canonical = json.dumps([principal, rest, state], sort_keys=True).encode()
     digest = hashlib.sha256(canonical + b"".join(digests)).hexdigest()[:16]
     return f"{run_input.run_id}:{digest}"
 
@@ -554,13 +564,13 @@ async def start_run(
     """
     thread = thread_handle(client, run_input.thread_id)
     request = RunRequest(agent=agent.name, input=run_input, principal=principal)
-    key = run_key_for(run_input, principal, sent.digests)
+    state = known_state.digest(run_input.state)
+    key = run_key_for(run_input, principal, sent.digests, state)
     new_thread = ThreadState(thread_id=run_input.thread_id, agent=agent.name, owner=principal)
     if opens_thread(run_input) and _new_thread_rejects(new_thread, request, agent) is None:
         update = await _start_with_run(client, settings, request, key)
         return AcceptedRun(client, thread, update, settings.stream_poll_seconds)
     known, rest = known_messages.split(run_input.messages, sent.digests)
-    state = known_state.digest(run_input.state)
 
     async def send(request: RunRequest) -> WorkflowUpdateHandle[RunReply]:
         update = thread.start_update(

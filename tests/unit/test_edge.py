@@ -29,6 +29,7 @@ from gateway.errors import (
 from gateway.limits import MAX_JSON_DEPTH, StreamSlots, id_problems, parse_json, valid_id
 from gateway.sent_messages import SentMessages
 from gateway.streaming import run_key_for
+from workflows import known_state
 from workflows.errors import ErrorCode
 
 SECRET_TEXT = "dial tcp temporal.internal:7233 via https://user:hunter2@proxy"
@@ -143,7 +144,8 @@ def test_json_that_is_not_utf8_json_is_a_value_error(body: bytes) -> None:
 
 def keyed(body: dict[str, object], principal: str = "alice") -> str:
     run_input = RunAgentInput.model_validate(body)
-    return run_key_for(run_input, principal, SentMessages(run_input.messages).digests)
+    state = known_state.digest(run_input.state)
+    return run_key_for(run_input, principal, SentMessages(run_input.messages).digests, state)
 
 
 def test_a_run_key_is_the_same_for_the_same_request_and_differs_for_any_other() -> None:
@@ -158,6 +160,8 @@ def test_a_run_key_is_the_same_for_the_same_request_and_differs_for_any_other() 
         keyed({**body, "messages": [{**messages[0], "content": "hi!"}]}),
         keyed({**body, "messages": [*messages, {"id": "m2", "role": "user", "content": "x"}]}),
         keyed({**body, "state": {"a": 1}}),
+        keyed({**body, "state": {}}),
+        keyed({**body, "state": None}),
         keyed({**body, "runId": "r2"}),
     ]
     assert key not in others

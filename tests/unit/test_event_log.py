@@ -8,9 +8,12 @@ The log reads the time only through the clock it is given, so these run it direc
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
+import jsonpatch
+import pytest
 from ag_ui.core import (
     PROTOCOL_VERSION,
     AssistantMessage,
@@ -22,9 +25,11 @@ from ag_ui.core import (
     TextMessageContentEvent,
     UserMessage,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from workflows import budgets, known_state
-from workflows.event_log import LOG_PAGE_BYTES, LOG_PAGE_EVENTS, EventLog
+from workflows.event_log import LOG_PAGE_BYTES, LOG_PAGE_EVENTS, EventLog, state_patch
 from workflows.models import RunRecord, SequencedEvent, ThreadState
 
 NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)
@@ -321,6 +326,61 @@ def test_a_state_snapshot_is_logged_as_the_patch_from_the_one_before_and_read_wh
     assert snapshots(log.events_of(first)) == OUTBOXES[:2]
     assert snapshots(log.events_of(second)) == [OUTBOXES[1], OUTBOXES[2], "a string"]
     assert snapshots(log.page(0)[0]) == [*OUTBOXES[:2], OUTBOXES[1], OUTBOXES[2], "a string"]
+
+
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from([1.0, 0.5]))
+ITEMS = st.recursive(
+    SCALARS | st.text('a,]\\"~/', max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text("ab", max_size=2), inner),
+    max_leaves=6,
+)
+STATES = st.dictionaries(
+    st.text("a/~", max_size=2), st.lists(ITEMS, max_size=3) | ITEMS, max_size=3
+)
+
+
+@given(STATES, st.data())
+def test_a_state_patch_makes_the_snapshot_and_an_appending_one_is_the_librarys(
+    before: dict[str, Any], data: st.DataObject
+) -> None:
+    after = {
+        key: list(value) if isinstance(value, list) else value for key, value in before.items()
+    }
+    for value in after.values():
+        if isinstance(value, list) and data.draw(st.booleans()):
+            value.extend(data.draw(st.lists(ITEMS, min_size=1, max_size=2)))
+    if data.draw(st.booleans()):
+        after = data.draw(STATES)
+
+    patch = state_patch(budgets.to_json(before), budgets.to_json(after), after)
+
+    made = jsonpatch.apply_patch(before, patch)
+    # As JSON, where 1, 1.0 and true differ, members in any order.
+    assert json.dumps(made, sort_keys=True) == json.dumps(after, sort_keys=True)
+    library = jsonpatch.JsonPatch.from_diff(
+        before, after, dumps=lambda v: budgets.to_json(v).decode()
+    )
+    if all(op["op"] == "add" for op in library.patch):
+        assert patch == library.patch
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ([1], [12, 3]),
+        ([1], [1.0, None]),
+        (["a"], ["a\\", "b"]),
+        ([[1]], [[1, 2], 3]),
+        ([{"a": 1}], [{"a": 1, "b": 2}, 3]),
+    ],
+)
+def test_an_array_whose_json_only_begins_as_before_did_is_not_taken_as_added_to(
+    before: list[Any], after: list[Any]
+) -> None:
+    patch = state_patch(budgets.to_json({"k": before}), budgets.to_json({"k": after}), {"k": after})
+
+    made = jsonpatch.apply_patch({"k": before}, patch)
+    assert json.dumps(made) == json.dumps({"k": after})
 
 
 def test_values_python_finds_equal_but_json_does_not_are_told_apart() -> None:
