@@ -20,23 +20,28 @@ import argparse
 import asyncio
 import os
 import sys
+import tempfile
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import uvloop
 from pydantic import SecretStr
 
 import codec
-from bench.cpu import CpuSplit, idle_cpu
+from bench.cpu import CpuSplit, cpu_seconds, idle_cpu
 from bench.cycles import Cycles, measure_cycles, measure_resumes
+from bench.deployed import deployed
 from bench.floor import measure_floor, measure_floor_cycles
-from bench.growth import WINDOW, Growth, measure_growth
+from bench.growth import CLIENT, WINDOW, Growth, measure_growth
 from bench.report import Results, render, render_cpu, render_growth
 from bench.runs import measure_runs, thread_history
 from bench.stack import Stack, running_stack
 from bench.stats import Summary
 from bench.streams import measure_streams
 from bench.tokens import Tokens, measure_tokens, token_agent
+from gateway.tokens import mint
 from settings import Settings
 from tests.chat_server import ChatServer
 from workflows.agents import EXAMPLES
@@ -113,10 +118,12 @@ QUICK = Counts(
 
 
 async def bench(counts: Counts, payload_keys: SecretStr | None, versioned: bool) -> Results:
-    """Run every measurement on one freshly started stack, encrypting payloads with
+    """Measure one conversation's growth on the engine as deployed (:func:`growth_only`),
+    then everything else on one freshly started stack, encrypting payloads with
     ``payload_keys`` when given, its worker ``versioned`` or not (``running_stack``)."""
+    growth = await growth_only(counts, payload_keys, versioned)
     with ChatServer().serving() as model_server:
-        return await _bench(counts, model_server, payload_keys, versioned)
+        return await _bench(counts, model_server, payload_keys, versioned, growth)
 
 
 @dataclass(frozen=True)
@@ -176,7 +183,11 @@ def _http(stack: Stack) -> httpx.AsyncClient:
 
 
 async def _bench(
-    counts: Counts, model_server: ChatServer, payload_keys: SecretStr | None, versioned: bool
+    counts: Counts,
+    model_server: ChatServer,
+    payload_keys: SecretStr | None,
+    versioned: bool,
+    growth: Growth,
 ) -> Results:
     async with (
         running_stack((*EXAMPLES, token_agent(model_server)), payload_keys, versioned) as stack,
@@ -201,7 +212,6 @@ async def _bench(
             counts.stream_runs,
         )
         tokens = await _tokens(stack, http, model_server, counts)
-        growth = await measure_growth(stack.client, http, counts.growth_marks, counts.growth_window)
     return Results(
         floor, tool_floor, runs, cycles, floor_cycles, resumes, history, streams, tokens, growth
     )
@@ -227,13 +237,32 @@ async def _tokens(
 
 
 async def growth_only(counts: Counts, payload_keys: SecretStr | None, versioned: bool) -> Growth:
-    """One conversation's growth on a freshly started stack, nothing else."""
-    async with (
-        running_stack(EXAMPLES, payload_keys, versioned) as stack,
-        httpx.AsyncClient(base_url=stack.base_url, headers=stack.headers, timeout=30) as http,
-    ):
-        await measure_runs(http, counts.warmup_runs, 1, counts.runs_per_thread)
-        return await measure_growth(stack.client, http, counts.growth_marks, counts.growth_window)
+    """One conversation's growth on the engine as deployed (``bench.deployed``, as
+    ``make run`` runs it): the CPU of the dev server, the worker and the gateway, each
+    read from ``/proc``, and the bench's client (this process) apart from them."""
+    with tempfile.TemporaryDirectory(prefix="bench-growth-") as directory:
+        async with deployed(
+            Path(directory), 1, payload_keys=payload_keys, versioned=versioned
+        ) as stack:
+            secret = stack.settings.auth_hs256_secret
+            assert secret is not None
+            token = mint(secret.get_secret_value(), "bench", settings=stack.settings)
+            async with httpx.AsyncClient(
+                base_url=stack.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+            ) as http:
+                await measure_runs(http, counts.warmup_runs, 1, counts.runs_per_thread)
+
+                def cpu() -> dict[str, float]:
+                    return {
+                        "temporal": cpu_seconds(stack.server_pid),
+                        "worker": cpu_seconds(stack.worker_pid),
+                        "gateway": cpu_seconds(stack.gateway_pid),
+                        CLIENT: time.process_time(),
+                    }
+
+                return await measure_growth(
+                    stack.client, http, cpu, counts.growth_marks, counts.growth_window
+                )
 
 
 async def cycles_only(

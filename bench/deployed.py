@@ -4,9 +4,10 @@
 (``settings.EMBEDDED_SQLITE_PRAGMAS``, as ``scripts/run.py`` starts it), ``worker.py``
 and ``python -m gateway``, serving the example agents. Unlike ``bench/stack.py``, which
 runs worker and gateway in the bench's own process, this lets a bench read each
-process's memory. Nothing of the environment's Temporal or engine settings leaks in: the
-processes get a fresh database in a directory of the caller's, free ports, a fresh task
-queue and a fresh token secret, and no payload encryption.
+process's memory and CPU. Nothing of the environment's Temporal or engine settings leaks
+in: the processes get a fresh database in a directory of the caller's, free ports, a
+fresh task queue and a fresh token secret, and payload encryption and Worker Versioning
+only as the caller asks.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from temporalio.client import Client
 
 from bench.stack import TEMPORAL_CLI
 from settings import Settings, embedded_server_flags
-from worker import ensure_search_attributes
+from worker import ensure_search_attributes, promote_first_build
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP_SECONDS = 60.0
@@ -71,7 +72,13 @@ def rss_bytes(pid: int) -> int:
 
 
 @asynccontextmanager
-async def deployed(directory: Path, clients: int) -> AsyncIterator[Deployed]:
+async def deployed(
+    directory: Path,
+    clients: int,
+    *,
+    payload_keys: SecretStr | None = None,
+    versioned: bool = False,
+) -> AsyncIterator[Deployed]:
     """Start the dev server on ``directory/temporal.sqlite``, then the worker and the
     gateway, for one principal's ``clients`` clients at once; stop them in the reverse
     order on exit.
@@ -79,6 +86,11 @@ async def deployed(directory: Path, clients: int) -> AsyncIterator[Deployed]:
     The gateway lets the principal hold twice as many streams: a client that has read a
     stream to its end may send its next run before the gateway has let go of the last
     one, which at exactly ``clients`` it would answer with 429.
+
+    Args:
+        payload_keys: The keys worker and gateway encrypt payloads with; none without.
+        versioned: Run the worker as the first build of a Worker Deployment of its own,
+            current from the start, as ``make run`` does.
 
     Raises:
         RuntimeError: A process did not come up within ``STARTUP_SECONDS``.
@@ -90,7 +102,9 @@ async def deployed(directory: Path, clients: int) -> AsyncIterator[Deployed]:
         task_queue=f"bench-waiting-{uuid.uuid4()}",
         auth_hs256_secret=SecretStr(secrets.token_urlsafe(32)),
         max_streams_per_principal=2 * clients,
-        payload_keys=None,
+        payload_keys=payload_keys,
+        worker_deployment=f"bench-{uuid.uuid4()}" if versioned else None,
+        worker_build_id="bench" if versioned else None,
     )
     secret = settings.auth_hs256_secret
     assert secret is not None
@@ -106,6 +120,11 @@ async def deployed(directory: Path, clients: int) -> AsyncIterator[Deployed]:
         "AGUI_GATEWAY_HOST": "127.0.0.1",
         "AGUI_GATEWAY_PORT": str(gateway_port),
     }
+    if payload_keys is not None:
+        env["AGUI_PAYLOAD_KEYS"] = payload_keys.get_secret_value()
+    if settings.worker_deployment is not None and settings.worker_build_id is not None:
+        env["AGUI_WORKER_DEPLOYMENT"] = settings.worker_deployment
+        env["AGUI_WORKER_BUILD_ID"] = settings.worker_build_id
     logs = (directory / "processes.log").open("ab")
     server_argv = [
         str(TEMPORAL_CLI),
@@ -137,6 +156,8 @@ async def deployed(directory: Path, clients: int) -> AsyncIterator[Deployed]:
         # Usable before the first run, as ``make run`` does (``scripts/run.py``).
         await ensure_search_attributes(client)
         worker = await start(sys.executable, "worker.py")
+        if versioned:
+            await promote_first_build(client, settings)
         gateway = await start(sys.executable, "-m", "gateway")
         base_url = f"http://127.0.0.1:{gateway_port}"
         await healthy(base_url, started)

@@ -6,9 +6,9 @@ interrupt cycle: a run that pauses on one approval, then the resume that approve
 it takes the history bytes of the workflow runs that served the turn
 (:func:`~bench.history.served_runs`), and over a window of turns around it (one turn is
 noisy) the resume's latency (``resume -> RUN_FINISHED``) and the CPU each process
-spent per turn: here the dev server's and this process's (worker, gateway and clients,
-:mod:`bench.cpu`); ``bench.pair --turns`` drives the same turns against ``make run``'s
-processes, the client apart from them.
+spent per turn, as the caller reads it: ``python -m bench`` on the engine as deployed
+(``bench/deployed.py``), each process apart and the bench's client apart from them;
+``bench.pair --turns`` against ``make run``'s processes.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import httpx
 from temporalio.client import Client
 
 from bench.conversation import AGENT, Conversation
-from bench.cpu import cpu_seconds, server_pid
 from bench.history import served_runs
 from workflows.thread_ids import workflow_id_for
 
@@ -36,6 +35,8 @@ what it spends on a turn, and a turn's latency varies with the machine."""
 
 CpuReader = Callable[[], dict[str, float]]
 """The CPU seconds each process of a stack has used so far, by the process's name."""
+CLIENT = "client"
+"""The name a :data:`CpuReader` gives the bench's own client, which is not the engine's."""
 
 
 @dataclass(frozen=True)
@@ -135,21 +136,16 @@ def at_marks(
 
 
 async def measure_growth(
-    client: Client, http: httpx.AsyncClient, marks: tuple[int, ...], width: int
+    client: Client, http: httpx.AsyncClient, cpu: CpuReader, marks: tuple[int, ...], width: int
 ) -> Growth:
     """Drive one conversation through ``max(marks)`` turns; the figures at each mark,
-    over ``width`` turns around it.
+    over ``width`` turns around it, the CPU by process as ``cpu`` reads it.
 
     Raises:
         RuntimeError: A turn failed, or the thread's history holds another number of
             runs than two a turn.
     """
     began = time.perf_counter()
-    pid = server_pid()
-
-    def cpu() -> dict[str, float]:
-        return {"server": cpu_seconds(pid), "process": time.process_time()}
-
     conversation = Conversation()
     turns = max(marks)
     costs = [await turn(http, conversation, cpu) for _ in range(turns)]

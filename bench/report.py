@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from bench.cpu import CpuSplit
 from bench.cycles import Cycles
-from bench.growth import Growth
+from bench.growth import CLIENT, Growth
 from bench.history import HistoryGrowth
 from bench.stats import Summary
 from bench.streams import VariantResult
@@ -194,21 +194,23 @@ def render_growth(growth: Growth) -> str:
         f"resent ({growth.seconds:.0f} s)",
         f"  {'':<{NAME_WIDTH}}{columns}{ratio:>12}",
     ]
-    rows = [
-        ("resume p50 ms", [mark.resume_seconds * 1000 for mark in growth.marks], "{:10.1f}"),
-        ("history KB/turn", [mark.history_bytes / 1024 for mark in growth.marks], "{:10.1f}"),
-        (
-            "CPU ms/turn (stack)",
-            [sum(mark.cpu_seconds.values()) * 1000 for mark in growth.marks],
-            "{:10.1f}",
-        ),
-        (
-            "  of which the server",
-            [mark.cpu_seconds["server"] * 1000 for mark in growth.marks],
-            "{:10.1f}",
-        ),
+    ours = [
+        sum(cpu for name, cpu in mark.cpu_seconds.items() if name != CLIENT) * 1000
+        for mark in growth.marks
     ]
-    for name, values, number in rows:
-        cells = "".join(number.format(value) for value in values)
+    rows = [
+        ("resume p50 ms", [mark.resume_seconds * 1000 for mark in growth.marks]),
+        ("history KB/turn", [mark.history_bytes / 1024 for mark in growth.marks]),
+        ("CPU ms/turn, the engine", ours),
+    ]
+    rows += [
+        (
+            f"  {name}" if name != CLIENT else "CPU ms/turn, bench client",
+            [mark.cpu_seconds[name] * 1000 for mark in growth.marks],
+        )
+        for name in growth.marks[0].cpu_seconds
+    ]
+    for name, values in rows:
+        cells = "".join(f"{value:10.1f}" for value in values)
         lines.append(f"  {name:<{NAME_WIDTH}}{cells}{values[-1] / values[0]:>11.2f}x")
     return "\n".join(lines)
