@@ -32,6 +32,9 @@ APPROVAL_PROMPT = "mail a@b.com"
 WINDOW = 20
 """Turns sampled around each mark: a process's CPU is read in clock ticks (10 ms), about
 what it spends on a turn, and a turn's latency varies with the machine."""
+CONVERSATIONS = 3
+"""Conversations ``python -m bench`` pools the windows of: one gave ratios from 1.09x to
+1.37x in three runs in a row (``docs/bench.md``, "Conversation growth")."""
 
 CpuReader = Callable[[], dict[str, float]]
 """The CPU seconds each process of a stack has used so far, by the process's name."""
@@ -64,9 +67,10 @@ class Mark:
 
 @dataclass(frozen=True)
 class Growth:
-    """The marks of one conversation, first to last."""
+    """The marks of a conversation, first to last, pooled over ``conversations`` of them."""
 
     marks: tuple[Mark, ...]
+    conversations: int
     seconds: float
     """The wall time of the whole measurement."""
 
@@ -120,40 +124,57 @@ def window(mark: int, turns: int, width: int = WINDOW) -> range:
 
 
 def at_marks(
-    costs: Sequence[TurnCost], marks: tuple[int, ...], width: int = WINDOW
+    conversations: Sequence[Sequence[TurnCost]], marks: tuple[int, ...], width: int = WINDOW
 ) -> tuple[Mark, ...]:
-    """The figures at each mark of a conversation whose turns cost ``costs``, in order."""
+    """The figures at each mark of conversations of as many turns, each turn's cost in
+    order, their windows pooled."""
     taken = []
     for mark in marks:
-        sample = [costs[number - 1] for number in window(mark, len(costs), width)]
+        sample = [
+            costs[number - 1]
+            for costs in conversations
+            for number in window(mark, len(costs), width)
+        ]
         cpu = {
             name: statistics.mean(cost.cpu_seconds[name] for cost in sample)
             for name in sample[0].cpu_seconds
         }
         resume = statistics.median(cost.resume_seconds for cost in sample)
-        taken.append(Mark(mark, resume, cpu, costs[mark - 1].history_bytes))
+        taken.append(Mark(mark, resume, cpu, conversations[0][mark - 1].history_bytes))
     return tuple(taken)
 
 
 async def measure_growth(
-    client: Client, http: httpx.AsyncClient, cpu: CpuReader, marks: tuple[int, ...], width: int
+    client: Client,
+    http: httpx.AsyncClient,
+    cpu: CpuReader,
+    marks: tuple[int, ...],
+    width: int,
+    conversations: int,
 ) -> Growth:
-    """Drive one conversation through ``max(marks)`` turns; the figures at each mark,
-    over ``width`` turns around it, the CPU by process as ``cpu`` reads it.
+    """Drive ``conversations`` conversations, one after the other, through
+    ``max(marks)`` turns each; the figures at each mark, over ``width`` turns around it
+    in each, the CPU by process as ``cpu`` reads it.
 
     Raises:
-        RuntimeError: A turn failed, or the thread's history holds another number of
-            runs than two a turn.
+        RuntimeError: A turn failed, or a thread's history holds another number of runs
+            than two a turn.
     """
     began = time.perf_counter()
+    taken = [await _conversation(client, http, cpu, max(marks)) for _ in range(conversations)]
+    return Growth(at_marks(taken, marks, width), conversations, time.perf_counter() - began)
+
+
+async def _conversation(
+    client: Client, http: httpx.AsyncClient, cpu: CpuReader, turns: int
+) -> list[TurnCost]:
+    """The cost of each of one conversation's ``turns`` turns, history bytes included."""
     conversation = Conversation()
-    turns = max(marks)
     costs = [await turn(http, conversation, cpu) for _ in range(turns)]
     served = (await served_runs(client, workflow_id_for(conversation.thread_id))).per_run
     if len(served) != 2 * turns:
         raise RuntimeError(f"{turns} turns, but {len(served)} completed updates")
-    costs = [
+    return [
         TurnCost(cost.resume_seconds, cost.cpu_seconds, pause.bytes + resume.bytes)
         for cost, pause, resume in zip(costs, served[::2], served[1::2], strict=True)
     ]
-    return Growth(at_marks(costs, marks, width), time.perf_counter() - began)

@@ -185,13 +185,13 @@ def ordinal(number: int) -> str:
 
 
 def render_growth(growth: Growth) -> str:
-    """One conversation's cost at each mark, and its last mark against its first."""
+    """A conversation's cost at each mark, and its last mark against its first."""
     first, last = growth.marks[0], growth.marks[-1]
     columns = "".join(f"{f'turn {mark.turn}':>10}" for mark in growth.marks)
     ratio = f"{ordinal(last.turn)}/{ordinal(first.turn)}"
     lines = [
-        "Conversation growth: one thread, each turn an interrupt cycle, the conversation "
-        f"resent ({growth.seconds:.0f} s)",
+        "Conversation growth: a thread, each turn an interrupt cycle, the conversation "
+        f"resent; {growth.conversations} such threads pooled ({growth.seconds:.0f} s)",
         f"  {'':<{NAME_WIDTH}}{columns}{ratio:>12}",
     ]
     ours = [
