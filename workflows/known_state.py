@@ -99,16 +99,20 @@ def fill_in(
     events: Sequence[SequencedEvent], state: dict[str, Any], patches: Sequence[Patch]
 ) -> list[SequencedEvent]:
     """``events`` of a reply made by :func:`leave_out` with their snapshots whole again,
-    from the client's ``state`` (left as it is)."""
+    from the client's ``state`` (left as it is). Snapshots of the same state, an empty
+    patch apart, share one copy of it: the events are only sent on."""
     current = pydantic_core.from_json(pydantic_core.to_json(state))
+    snapshot: Any = None
     remaining = iter(patches)
     whole: list[SequencedEvent] = []
     for item in events:
         event = item.event
         if isinstance(event, StateSnapshotEvent):
-            current = jsonpatch.apply_patch(current, next(remaining), in_place=True)
-            # Each snapshot its own copy: the next patch changes ``current`` in place.
-            snapshot = pydantic_core.from_json(pydantic_core.to_json(current))
+            patch = next(remaining)
+            if patch or snapshot is None:
+                current = jsonpatch.apply_patch(current, patch, in_place=True)
+                # Each state its own copy: the next patch changes ``current`` in place.
+                snapshot = pydantic_core.from_json(pydantic_core.to_json(current))
             event = event.model_copy(update={"snapshot": snapshot})
             item = item.model_copy(update={"event": event})
         whole.append(item)

@@ -468,6 +468,8 @@ def test_a_runs_logged_patches_make_its_snapshots_from_the_last_state_before_it(
     events = known_state.leave_out(log.events_of(run), before, patches)[0]
     whole = known_state.fill_in(events, OUTBOXES[1], patches)
     assert snapshots(whole) == [OUTBOXES[3], OUTBOXES[3], OUTBOXES[4]]
+    first, again, last = snapshots(whole)
+    assert again is first and last is not first, "one copy for the same state, an empty patch apart"
     # A run whose first snapshot the log keeps whole has no patches of its own.
     first = thread.runs[0]
     assert log.state_patches(first) is None
