@@ -34,7 +34,7 @@ from bench.cpu import CpuSplit, cpu_seconds, idle_cpu
 from bench.cycles import Cycles, measure_cycles, measure_resumes
 from bench.deployed import deployed
 from bench.floor import measure_floor, measure_floor_cycles
-from bench.growth import CLIENT, CONVERSATIONS, WINDOW, Growth, measure_growth
+from bench.growth import CLIENT, WINDOW, Growth, measure_growth
 from bench.report import Results, render, render_cpu, render_growth
 from bench.runs import measure_runs, thread_history
 from bench.stack import Stack, running_stack
@@ -85,8 +85,6 @@ class Counts:
     """The turns of one conversation at which its growth is read, first to last."""
     growth_window: int
     """The turns around each growth mark its figures are taken over."""
-    growth_conversations: int
-    """The conversations whose windows the growth figures pool."""
 
 
 FULL = Counts(
@@ -102,7 +100,6 @@ FULL = Counts(
     thinking_replies=5,
     growth_marks=(2, 50, 100, 200),
     growth_window=WINDOW,
-    growth_conversations=CONVERSATIONS,
 )
 QUICK = Counts(
     floor={1: 20, 16: 80},
@@ -117,7 +114,6 @@ QUICK = Counts(
     thinking_replies=2,
     growth_marks=(2, 10, 20),
     growth_window=3,
-    growth_conversations=1,
 )
 
 
@@ -265,12 +261,7 @@ async def growth_only(counts: Counts, payload_keys: SecretStr | None, versioned:
                     }
 
                 return await measure_growth(
-                    stack.client,
-                    http,
-                    cpu,
-                    counts.growth_marks,
-                    counts.growth_window,
-                    counts.growth_conversations,
+                    stack.client, http, cpu, counts.growth_marks, counts.growth_window
                 )
 
 

@@ -1,14 +1,14 @@
 """Conversation growth: what a thread's later turns cost against its early ones.
 
-One thread, driven as a real client drives it (:class:`~bench.conversation.Conversation`:
+Threads driven as a real client drives them (:class:`~bench.conversation.Conversation`:
 the whole conversation and the state resent, the snapshots adopted); each turn is an
-interrupt cycle: a run that pauses on one approval, then the resume that approves it. At each mark
-it takes the history bytes of the workflow runs that served the turn
+interrupt cycle: a run that pauses on one approval, then the resume that approves it. At
+each mark it takes the history bytes of the workflow runs that served the turn
 (:func:`~bench.history.served_runs`), and over a window of turns around it (one turn is
-noisy) the resume's latency (``resume -> RUN_FINISHED``) and the CPU each process
-spent per turn, as the caller reads it: ``python -m bench`` on the engine as deployed
-(``bench/deployed.py``), each process apart and the bench's client apart from them;
-``bench.pair --turns`` against ``make run``'s processes.
+noisy) the resume's latency (``resume -> RUN_FINISHED``) and the CPU each process spent
+per turn, as the caller reads it: ``python -m bench`` on the engine as deployed
+(``bench/deployed.py``), each process apart and the bench's client apart from them
+(:func:`measure_growth`); ``bench.pair --turns`` against ``make run``'s processes.
 """
 
 from __future__ import annotations
@@ -32,9 +32,6 @@ APPROVAL_PROMPT = "mail a@b.com"
 WINDOW = 20
 """Turns sampled around each mark: a process's CPU is read in clock ticks (10 ms), about
 what it spends on a turn, and a turn's latency varies with the machine."""
-CONVERSATIONS = 3
-"""Conversations ``python -m bench`` pools the windows of: one gave ratios from 1.09x to
-1.37x in three runs in a row (``docs/bench.md``, "Conversation growth")."""
 
 CpuReader = Callable[[], dict[str, float]]
 """The CPU seconds each process of a stack has used so far, by the process's name."""
@@ -67,10 +64,9 @@ class Mark:
 
 @dataclass(frozen=True)
 class Growth:
-    """The marks of a conversation, first to last, pooled over ``conversations`` of them."""
+    """The marks of a conversation, first to last."""
 
     marks: tuple[Mark, ...]
-    conversations: int
     seconds: float
     """The wall time of the whole measurement."""
 
@@ -124,56 +120,77 @@ def window(mark: int, turns: int, width: int = WINDOW) -> range:
 
 
 def at_marks(
-    conversations: Sequence[Sequence[TurnCost]], marks: tuple[int, ...], width: int = WINDOW
+    costs: Sequence[TurnCost], marks: tuple[int, ...], width: int = WINDOW
 ) -> tuple[Mark, ...]:
-    """The figures at each mark of conversations of as many turns, each turn's cost in
-    order, their windows pooled."""
-    taken = []
-    for mark in marks:
-        sample = [
-            costs[number - 1]
-            for costs in conversations
-            for number in window(mark, len(costs), width)
-        ]
-        cpu = {
-            name: statistics.mean(cost.cpu_seconds[name] for cost in sample)
-            for name in sample[0].cpu_seconds
-        }
-        resume = statistics.median(cost.resume_seconds for cost in sample)
-        taken.append(Mark(mark, resume, cpu, conversations[0][mark - 1].history_bytes))
-    return tuple(taken)
+    """The figures at each mark of a conversation whose turns cost ``costs``, in order."""
+    return tuple(
+        _mark(mark, [costs[number - 1] for number in window(mark, len(costs), width)], costs)
+        for mark in marks
+    )
+
+
+def _mark(mark: int, sample: Sequence[TurnCost], costs: Sequence[TurnCost]) -> Mark:
+    """The figures at ``mark`` from the turns of its window, ``sample``, of a conversation
+    whose turns cost ``costs`` so far."""
+    cpu = {
+        name: statistics.mean(cost.cpu_seconds[name] for cost in sample)
+        for name in sample[0].cpu_seconds
+    }
+    resume = statistics.median(cost.resume_seconds for cost in sample)
+    return Mark(mark, resume, cpu, costs[mark - 1].history_bytes)
 
 
 async def measure_growth(
-    client: Client,
-    http: httpx.AsyncClient,
-    cpu: CpuReader,
-    marks: tuple[int, ...],
-    width: int,
-    conversations: int,
+    client: Client, http: httpx.AsyncClient, cpu: CpuReader, marks: tuple[int, ...], width: int
 ) -> Growth:
-    """Drive ``conversations`` conversations, one after the other, through
-    ``max(marks)`` turns each; the figures at each mark, over ``width`` turns around it
-    in each, the CPU by process as ``cpu`` reads it.
+    """The figures at each mark of a conversation of ``max(marks)`` turns, over ``width``
+    turns around it, the CPU by process as ``cpu`` reads it.
+
+    Each mark has a conversation of its own, driven to just before the mark's window;
+    then the windows' turns are taken in rounds, one turn of each conversation in each,
+    in an order that turns every round. The machine's speed drifts over a measurement
+    (a whole conversation's one after the other gave ratios from 1.09x to 1.37x in three
+    runs in a row, ``docs/bench.md``, "Conversation growth"); so it touches every mark
+    alike, as it does the cycles' alternating rounds.
 
     Raises:
         RuntimeError: A turn failed, or a thread's history holds another number of runs
             than two a turn.
     """
     began = time.perf_counter()
-    taken = [await _conversation(client, http, cpu, max(marks)) for _ in range(conversations)]
-    return Growth(at_marks(taken, marks, width), conversations, time.perf_counter() - began)
+    windows = [window(mark, max(marks), width) for mark in marks]
+    conversations = [Conversation() for _ in marks]
+    costs: list[list[TurnCost]] = [[] for _ in marks]
+    for conversation, taken, turns in zip(conversations, costs, windows, strict=True):
+        while len(taken) < turns.start - 1:
+            taken.append(await turn(http, conversation, cpu))
+    for round_ in range(width):
+        for index in _turned(len(marks), round_):
+            costs[index].append(await turn(http, conversations[index], cpu))
+    taken_marks = []
+    for mark, conversation, taken, turns in zip(marks, conversations, costs, windows, strict=True):
+        weighed = await _with_history_bytes(client, conversation, taken)
+        taken_marks.append(_mark(mark, [weighed[number - 1] for number in turns], weighed))
+    return Growth(tuple(taken_marks), time.perf_counter() - began)
 
 
-async def _conversation(
-    client: Client, http: httpx.AsyncClient, cpu: CpuReader, turns: int
+def _turned(count: int, round_: int) -> list[int]:
+    """``range(count)`` rotated by ``round_``: each index goes first in turn."""
+    return [(round_ + offset) % count for offset in range(count)]
+
+
+async def _with_history_bytes(
+    client: Client, conversation: Conversation, costs: Sequence[TurnCost]
 ) -> list[TurnCost]:
-    """The cost of each of one conversation's ``turns`` turns, history bytes included."""
-    conversation = Conversation()
-    costs = [await turn(http, conversation, cpu) for _ in range(turns)]
+    """``costs``, a conversation's turns in order, each with the history bytes its two
+    runs added.
+
+    Raises:
+        RuntimeError: The thread's history holds another number of runs than two a turn.
+    """
     served = (await served_runs(client, workflow_id_for(conversation.thread_id))).per_run
-    if len(served) != 2 * turns:
-        raise RuntimeError(f"{turns} turns, but {len(served)} completed updates")
+    if len(served) != 2 * len(costs):
+        raise RuntimeError(f"{len(costs)} turns, but {len(served)} completed updates")
     return [
         TurnCost(cost.resume_seconds, cost.cpu_seconds, pause.bytes + resume.bytes)
         for cost, pause, resume in zip(costs, served[::2], served[1::2], strict=True)

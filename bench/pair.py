@@ -240,7 +240,7 @@ def render_growth(builds: tuple[Build, Build], costs: list[list[TurnCost]]) -> s
     )
     lines.append(f"  {'':<22}{columns}{ratio:>12}")
     for build, taken in zip(builds, costs, strict=True):
-        at = at_marks([taken], marks)
+        at = at_marks(taken, marks)
         rows = [("resume p50 ms", [mark.resume_seconds * 1000 for mark in at])]
         rows += [
             (f"CPU ms: {name}", [mark.cpu_seconds[name] * 1000 for mark in at])

@@ -191,7 +191,7 @@ def render_growth(growth: Growth) -> str:
     ratio = f"{ordinal(last.turn)}/{ordinal(first.turn)}"
     lines = [
         "Conversation growth: a thread, each turn an interrupt cycle, the conversation "
-        f"resent; {growth.conversations} such threads pooled ({growth.seconds:.0f} s)",
+        f"resent; the marks' windows in rounds ({growth.seconds:.0f} s)",
         f"  {'':<{NAME_WIDTH}}{columns}{ratio:>12}",
     ]
     ours = [
