@@ -149,9 +149,9 @@ async def measure_growth(
     Each mark has a conversation of its own, driven to just before the mark's window;
     then the windows' turns are taken in rounds, one turn of each conversation in each,
     in an order that turns every round. The machine's speed drifts over a measurement
-    (a whole conversation's one after the other gave ratios from 1.09x to 1.37x in three
-    runs in a row, ``docs/bench.md``, "Conversation growth"); so it touches every mark
-    alike, as it does the cycles' alternating rounds.
+    (one conversation's marks taken one after the other gave ratios from 1.09x to 1.37x
+    in three runs in a row, ``docs/bench.md``, "Conversation growth"); taken so, the
+    drift touches every mark alike, as it does the cycles' alternating rounds.
 
     Raises:
         RuntimeError: A turn failed, or a thread's history holds another number of runs

@@ -120,10 +120,10 @@ class SentMessageCache:
 
     A message's model, and so its JSON, is a function of what the client sent for it,
     so a message sent as before gets the model validated then, its JSON and its digest,
-    and only the others are validated (:class:`Known`); its key, the message as parsed written
-    out again, costs a tenth of serialising the model. Only a request whose body passed
-    the gateway's checks keeps its messages (``gateway.runs``), so a kept model's ids
-    were checked too (``gateway.limits.id_problems``). Keys are per principal, so no
+    and only the others are validated (:class:`Known`); its key, the message as parsed
+    written out again, costs a tenth of serialising the model. Only a request whose body
+    passed the gateway's checks keeps its messages (``gateway.runs``), so a kept model's
+    ids were checked too (``gateway.limits.id_problems``). Keys are per principal, so no
     one's request is faster for what another sent. Nothing changes a model once
     validated (the gateway only reads a request's messages). The least recently used go
     first past ``max_bytes``; a message not kept is only validated and serialised again.
