@@ -57,7 +57,7 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from gateway.errors import accepted
+from gateway.errors import NotAccepted, accepted
 from gateway.sent_messages import SentMessages
 from settings import Settings
 from workflows import known_messages, known_state, search_attributes, visibility
@@ -654,10 +654,11 @@ async def _start_with_run(
     )
     try:
         return await accepted(update, settings.accept_seconds)
-    except RPCError:
-        # The SDK fails the start's own handle with the same error: take it, or asyncio
-        # logs it as never retrieved.
-        with contextlib.suppress(RPCError):
+    except (RPCError, NotAccepted):
+        # The SDK fails the start's own handle with the same error, or with the
+        # cancellation of the call when no worker accepted in time: take it (the handle
+        # is settled by then), or asyncio logs it as never retrieved.
+        with contextlib.suppress(RPCError, asyncio.CancelledError):
             await start.workflow_handle()
         raise
 

@@ -9,17 +9,21 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import httpx
 from temporalio.client import Client
 
 from settings import Settings
 from tests.helpers import (
     TEST_SECRET,
+    assert_valid_stream,
     eventually,
     free_port,
     gateway_client,
     post_run,
+    read_sse,
     run_input,
     serve_gateway,
     serve_stack,
@@ -200,6 +204,22 @@ async def test_a_pending_interrupt_survives_a_restart_of_everything(tmp_path: Pa
         await server.shutdown()
 
 
+async def _served(send: Callable[[], Awaitable[httpx.Response]]) -> httpx.Response:
+    """``send()``'s response once a worker takes the request, sending it again after
+    each 503, as the 503 asks: a worker just started may take longer than
+    ``accept_seconds`` over its first task on a busy machine."""
+    response: httpx.Response | None = None
+
+    async def taken() -> bool:
+        nonlocal response
+        response = await send()
+        return response.status_code != 503
+
+    await eventually(taken, what="a worker to take the request")
+    assert response is not None
+    return response
+
+
 async def test_a_run_or_decision_no_worker_takes_is_answered_and_served_once_one_does(
     client: Client,
 ) -> None:
@@ -216,7 +236,9 @@ async def test_a_run_or_decision_no_worker_takes_is_answered_and_served_once_one
         assert refused.headers["Retry-After"]
 
         async with build_worker(client, settings, EXAMPLES):
-            events = await post_run(http, "demo", body)
+            ran = await _served(lambda: http.post("/agents/demo", json=body))
+            events = [event for _, event in await read_sse(ran)]
+        assert_valid_stream(events, thread_id)
         [approval] = events[-1]["outcome"]["interrupts"]
         decisions = f"/threads/{thread_id}/interrupts/{approval['id']}/decisions"
         decision = {"status": "resolved", "payload": {"approved": True}}
@@ -225,7 +247,7 @@ async def test_a_run_or_decision_no_worker_takes_is_answered_and_served_once_one
         assert refused.json()["error"]["code"] == "THREAD_UNAVAILABLE"
 
         async with build_worker(client, settings, EXAMPLES):
-            settled = await http.post(decisions, json=decision)
+            settled = await _served(lambda: http.post(decisions, json=decision))
             assert settled.status_code == 200, settled.text
             assert settled.json()["outcome"] in {"settled", "repeated"}
             view = (await http.get(f"/threads/{thread_id}")).json()
