@@ -17,7 +17,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -119,19 +119,10 @@ def window(mark: int, turns: int, width: int = WINDOW) -> range:
     return range(first, first + width)
 
 
-def at_marks(
-    costs: Sequence[TurnCost], marks: tuple[int, ...], width: int = WINDOW
-) -> tuple[Mark, ...]:
-    """The figures at each mark of a conversation whose turns cost ``costs``, in order."""
-    return tuple(
-        _mark(mark, [costs[number - 1] for number in window(mark, len(costs), width)], costs)
-        for mark in marks
-    )
-
-
-def _mark(mark: int, sample: Sequence[TurnCost], costs: Sequence[TurnCost]) -> Mark:
-    """The figures at ``mark`` from the turns of its window, ``sample``, of a conversation
-    whose turns cost ``costs`` so far."""
+def _mark(mark: int, costs: Sequence[TurnCost], width: int, turns: int) -> Mark:
+    """The figures at ``mark`` of a conversation of ``turns`` turns whose first turns
+    cost ``costs``, over the mark's window."""
+    sample = [costs[number - 1] for number in window(mark, turns, width)]
     cpu = {
         name: statistics.mean(cost.cpu_seconds[name] for cost in sample)
         for name in sample[0].cpu_seconds
@@ -140,38 +131,85 @@ def _mark(mark: int, sample: Sequence[TurnCost], costs: Sequence[TurnCost]) -> M
     return Mark(mark, resume, cpu, costs[mark - 1].history_bytes)
 
 
+@dataclass(frozen=True)
+class Side:
+    """A stack whose conversations :func:`in_rounds` drives: its gateway, and how its
+    processes' CPU is read."""
+
+    http: httpx.AsyncClient
+    cpu: CpuReader
+
+
+@dataclass
+class Driven:
+    """A conversation :func:`in_rounds` drove, and what each of its turns cost."""
+
+    conversation: Conversation = field(default_factory=Conversation)
+    costs: list[TurnCost] = field(default_factory=list)
+
+
+async def in_rounds(
+    sides: Sequence[Side], marks: tuple[int, ...], width: int
+) -> list[list[Driven]]:
+    """For each side and each mark, a conversation of its own, driven to just before the
+    mark's window (:func:`window`, in a conversation of ``max(marks)`` turns); then the
+    windows' turns, taken in ``width`` rounds, one turn of each conversation in each, in
+    an order that turns every round. By side, then by mark.
+
+    The machine's speed drifts over a measurement (one conversation's marks taken one
+    after the other gave ratios from 1.09x to 1.37x in three runs in a row,
+    ``docs/bench.md``, "Conversation growth"); taken so, the drift touches every mark,
+    and every side, alike, as it does the cycles' alternating rounds.
+
+    Raises:
+        RuntimeError: A turn failed.
+    """
+    windows = [window(mark, max(marks), width) for mark in marks]
+    driven = [[Driven() for _ in marks] for _ in sides]
+    for side, conversations in zip(sides, driven, strict=True):
+        for each, turns in zip(conversations, windows, strict=True):
+            while len(each.costs) < turns.start - 1:
+                each.costs.append(await turn(side.http, each.conversation, side.cpu))
+    taken = [
+        (side, each)
+        for side, conversations in zip(sides, driven, strict=True)
+        for each in conversations
+    ]
+    for round_ in range(width):
+        for index in _turned(len(taken), round_):
+            side, each = taken[index]
+            each.costs.append(await turn(side.http, each.conversation, side.cpu))
+    return driven
+
+
 async def measure_growth(
     client: Client, http: httpx.AsyncClient, cpu: CpuReader, marks: tuple[int, ...], width: int
 ) -> Growth:
     """The figures at each mark of a conversation of ``max(marks)`` turns, over ``width``
-    turns around it, the CPU by process as ``cpu`` reads it.
-
-    Each mark has a conversation of its own, driven to just before the mark's window;
-    then the windows' turns are taken in rounds, one turn of each conversation in each,
-    in an order that turns every round. The machine's speed drifts over a measurement
-    (one conversation's marks taken one after the other gave ratios from 1.09x to 1.37x
-    in three runs in a row, ``docs/bench.md``, "Conversation growth"); taken so, the
-    drift touches every mark alike, as it does the cycles' alternating rounds.
+    turns around it, the CPU by process as ``cpu`` reads it (:func:`in_rounds`), and each
+    mark's history bytes.
 
     Raises:
         RuntimeError: A turn failed, or a thread's history holds another number of runs
             than two a turn.
     """
     began = time.perf_counter()
-    windows = [window(mark, max(marks), width) for mark in marks]
-    conversations = [Conversation() for _ in marks]
-    costs: list[list[TurnCost]] = [[] for _ in marks]
-    for conversation, taken, turns in zip(conversations, costs, windows, strict=True):
-        while len(taken) < turns.start - 1:
-            taken.append(await turn(http, conversation, cpu))
-    for round_ in range(width):
-        for index in _turned(len(marks), round_):
-            costs[index].append(await turn(http, conversations[index], cpu))
-    taken_marks = []
-    for mark, conversation, taken, turns in zip(marks, conversations, costs, windows, strict=True):
-        weighed = await _with_history_bytes(client, conversation, taken)
-        taken_marks.append(_mark(mark, [weighed[number - 1] for number in turns], weighed))
-    return Growth(tuple(taken_marks), time.perf_counter() - began)
+    [driven] = await in_rounds([Side(http, cpu)], marks, width)
+    taken = []
+    for mark, each in zip(marks, driven, strict=True):
+        weighed = await _with_history_bytes(client, each.conversation, each.costs)
+        taken.append(_mark(mark, weighed, width, max(marks)))
+    return Growth(tuple(taken), time.perf_counter() - began)
+
+
+def marks_of(
+    driven: Sequence[Driven], marks: tuple[int, ...], width: int = WINDOW
+) -> tuple[Mark, ...]:
+    """The figures at each mark of the conversations :func:`in_rounds` drove for one
+    side (without history bytes, which :func:`measure_growth` reads)."""
+    return tuple(
+        _mark(mark, each.costs, width, max(marks)) for mark, each in zip(marks, driven, strict=True)
+    )
 
 
 def _turned(count: int, round_: int) -> list[int]:

@@ -11,10 +11,11 @@ stack and to the other in turns, the order swapped every round, and each of a st
 processes (Temporal, worker, gateway) is read from ``/proc`` around its own turns. A
 difference a build shows in one pairing should show again with the two swapped.
 
-With ``--turns N``, each stack gets one conversation instead (``bench.growth``'s turns:
-an interrupt cycle each, the conversation and the state resent), their turns
-alternating, and the figures are read at turns 2, N/4, N/2 and N: a conversation's
-growth by process, without the client's CPU, which ``make bench`` cannot separate.
+With ``--turns N``, each stack gets conversations instead (``bench.growth``'s turns: an
+interrupt cycle each, the conversation and the state resent), read at turns 2, N/4, N/2
+and N: a conversation's growth by process, the client apart. As in ``make bench``, each
+mark has a conversation of its own, and the marks' windows of both stacks are taken side
+by side, in rounds (``bench.growth.in_rounds``).
 
 Only committed code is measured: a ref is resolved in this repository
 (``git rev-parse``), so a change to compare goes on a branch first.
@@ -36,11 +37,10 @@ from pathlib import Path
 
 import httpx
 
-from bench.conversation import Conversation
 from bench.cpu import children, cpu_seconds
 from bench.cycles import cycle
 from bench.deployed import ROOT, free_port, healthy, stop
-from bench.growth import WINDOW, TurnCost, at_marks, turn
+from bench.growth import WINDOW, CpuReader, Mark, Side, in_rounds, marks_of
 from bench.report import ordinal
 from bench.stats import Summary
 
@@ -204,43 +204,44 @@ async def measure(
     return results
 
 
-async def measure_growth(builds: tuple[Build, Build], turns: int) -> list[list[TurnCost]]:
-    """Each build's turns (in ``builds``' order) of one conversation of ``turns`` turns,
-    the two alternating, the order swapped every turn."""
-    costs: list[list[TurnCost]] = [[], []]
+async def measure_growth(builds: tuple[Build, Build], turns: int) -> list[tuple[Mark, ...]]:
+    """Each build's figures (in ``builds``' order) at turns 2, ``turns``/4, ``turns``/2
+    and ``turns`` of a conversation, the marks of both builds taken side by side
+    (``bench.growth.in_rounds``)."""
+    marks = _marks(turns)
     with tempfile.TemporaryDirectory(prefix="bench-pair-") as scratch:
         async with AsyncExitStack() as stacks:
             pair = [
                 await stacks.enter_async_context(running(build, Path(scratch) / build.label))
                 for build in builds
             ]
-            conversations = (Conversation(), Conversation())
-            for number in range(turns):
-                for side in (0, 1) if number % 2 == 0 else (1, 0):
-                    stack = pair[side]
 
-                    def cpu(stack: Running = stack) -> dict[str, float]:
-                        return {name: cpu_seconds(pid) for name, pid in stack.pids.items()}
+            def reader(stack: Running) -> CpuReader:
+                return lambda: {name: cpu_seconds(pid) for name, pid in stack.pids.items()}
 
-                    costs[side].append(await turn(stack.http, conversations[side], cpu))
-    return costs
+            sides = [Side(stack.http, reader(stack)) for stack in pair]
+            driven = await in_rounds(sides, marks, WINDOW)
+    return [marks_of(each, marks) for each in driven]
 
 
-def render_growth(builds: tuple[Build, Build], costs: list[list[TurnCost]]) -> str:
+def _marks(turns: int) -> tuple[int, ...]:
+    """Where a conversation of ``turns`` turns is read."""
+    return (2, turns // 4, turns // 2, turns)
+
+
+def render_growth(builds: tuple[Build, Build], taken: list[tuple[Mark, ...]]) -> str:
     """The growth table: per build, the resume's p50 and each process's CPU per turn at
     each mark, and the last mark against the first."""
-    turns = len(costs[0])
-    marks = (2, turns // 4, turns // 2, turns)
+    marks = tuple(mark.turn for mark in taken[0])
     columns = "".join(f"{f'turn {mark}':>10}" for mark in marks)
     ratio = f"{ordinal(marks[-1])}/{ordinal(marks[0])}"
     lines = [str(build) for build in builds]
     lines.append(
-        f"one conversation each, {turns} turns; CPU per turn the mean of the"
-        f" {WINDOW} turns around a mark, resume the median"
+        f"a conversation each mark, {marks[-1]} turns; CPU per turn the mean of the"
+        f" {WINDOW} turns around a mark, resume the median; the marks side by side"
     )
     lines.append(f"  {'':<22}{columns}{ratio:>12}")
-    for build, taken in zip(builds, costs, strict=True):
-        at = at_marks(taken, marks)
+    for build, at in zip(builds, taken, strict=True):
         rows = [("resume p50 ms", [mark.resume_seconds * 1000 for mark in at])]
         rows += [
             (f"CPU ms: {name}", [mark.cpu_seconds[name] * 1000 for mark in at])
@@ -302,7 +303,7 @@ def main() -> None:
     parser.add_argument(
         "--turns",
         type=int,
-        help=f"one conversation of this many turns each (at least {WINDOW + 1}) "
+        help=f"conversations read up to this many turns (at least {WINDOW + 1}) "
         "instead of fresh threads",
     )
     args = parser.parse_args()
