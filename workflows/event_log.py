@@ -343,10 +343,13 @@ def _appended(before: Any, after: Any) -> list[dict[str, Any]] | None:
             new_json.startswith(old_json[:-1]) and new_json[len(old_json) - 1] == ord(",")
         ):
             return None
-        path = "/" + key.replace("~", "~0").replace("/", "~1")
         added = pydantic_core.from_json(budgets.to_json(new[len(old) :]))
         patch.extend(
-            {"op": "add", "path": f"{path}/{index}", "value": value}
+            {
+                "op": "add",
+                "path": jsonpatch.JsonPointer.from_parts([key, index]).path,
+                "value": value,
+            }
             for index, value in enumerate(added, start=len(old))
         )
     return patch
