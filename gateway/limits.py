@@ -15,7 +15,7 @@ from collections.abc import Container, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ag_ui.core import AssistantMessage, RunAgentInput, ToolMessage
+from ag_ui.core import AssistantMessage, Message, RunAgentInput, ToolMessage
 from starlette.requests import Request
 
 from gateway.errors import RETRY_AFTER_SECONDS, ApiError, GatewayErrorCode
@@ -125,14 +125,8 @@ def id_problems(
         (["parentRunId"], run_input.parent_run_id),
     ]
     for i, message in enumerate(run_input.messages):
-        if i in checked:
-            continue
-        found.append((["messages", i, "id"], message.id))
-        if isinstance(message, AssistantMessage):
-            for j, call in enumerate(message.tool_calls or []):
-                found.append((["messages", i, "toolCalls", j, "id"], call.id))
-        if isinstance(message, ToolMessage):
-            found.append((["messages", i, "toolCallId"], message.tool_call_id))
+        if i not in checked:
+            found.extend(_message_ids(["messages", i], message))
     for i, entry in enumerate(run_input.resume or []):
         found.append((["resume", i, "interruptId"], entry.interrupt_id))
     return [
@@ -140,6 +134,23 @@ def id_problems(
         for loc, value in found
         if value is not None and not valid_id(value)
     ]
+
+
+def message_ids_valid(message: Message) -> bool:
+    """Whether every id ``message`` holds is as :data:`ID_RULE` says."""
+    return all(value is None or valid_id(value) for _, value in _message_ids([], message))
+
+
+def _message_ids(
+    at: list[str | int], message: Message
+) -> Iterator[tuple[list[str | int], str | None]]:
+    """The ids ``message`` holds, each with where it is (under ``at``)."""
+    yield [*at, "id"], message.id
+    if isinstance(message, AssistantMessage):
+        for j, call in enumerate(message.tool_calls or []):
+            yield [*at, "toolCalls", j, "id"], call.id
+    if isinstance(message, ToolMessage):
+        yield [*at, "toolCallId"], message.tool_call_id
 
 
 def valid_id(value: str) -> bool:
@@ -222,9 +233,19 @@ async def json_body(request: Request) -> Any:
     """The request's body as JSON: it must say it is (:func:`require_json`) and be strict
     JSON (:func:`parse_json`), else a 415 or 400. Its size is capped as it is read
     (``gateway.edge.BodyLimit``)."""
+    return parse_body(await json_bytes(request))
+
+
+async def json_bytes(request: Request) -> bytes:
+    """The request's body, once its content type says JSON (:func:`require_json`)."""
     require_json(request.headers.get("content-type"))
+    return await request.body()
+
+
+def parse_body(body: bytes) -> Any:
+    """``body`` as strict JSON (:func:`parse_json`), else a 400 saying what is wrong."""
     try:
-        return parse_json(await request.body())
+        return parse_json(body)
     except ValueError as err:
         raise ApiError(
             400, GatewayErrorCode.MALFORMED_JSON, f"The body is not valid JSON: {err}."

@@ -45,8 +45,8 @@ from gateway.errors import (
     thread_read_error,
     unknown_thread,
 )
-from gateway.limits import ID_RULE, id_problems, json_body
-from gateway.sent_messages import Key, SentMessages
+from gateway.limits import ID_RULE, id_problems, json_bytes, parse_body
+from gateway.sent_messages import Known, SentMessages
 from gateway.streaming import (
     RunStream,
     attach,
@@ -73,44 +73,56 @@ KEEPALIVE = ": keepalive\n\n"
 
 @dataclass(frozen=True)
 class RunBody:
-    """A run request's body: its input, and its messages' keys in the principal's
-    ``SentMessageCache``."""
+    """A run request's body: its input, and its messages as the principal's
+    ``SentMessageCache`` knows them."""
 
     input: RunAgentInput
-    keys: list[Key]
+    known: Known
 
 
 async def _run_body(
     request: Request, principal: PrincipalDep, cache: SentMessageCacheDep
 ) -> RunBody:
     """The request body (JSON, ``gateway.limits.json_body``) as a ``RunAgentInput``, or
-    a 4xx saying what is wrong; the messages the principal sent before are taken as
-    validated then."""
-    body: Any = await json_body(request)
-    parsed = body.get("messages") if isinstance(body, dict) else None
-    if not isinstance(parsed, list):
-        raise _not_run_input(body)
-    known = cache.known(principal.subject, parsed)
+    a 4xx saying what is wrong; the messages the principal sent before, or was sent in
+    its thread's last snapshot, are taken as validated then."""
+    body = await json_bytes(request)
+    resent = cache.resent(principal.subject, body)
+    if resent is not None:
+        read = _read(
+            resent.body, cache.known(principal.subject, resent.body["messages"], resent.snapshot)
+        )
+        if read is not None:
+            return read
+    parsed = parse_body(body)
+    messages = parsed.get("messages") if isinstance(parsed, dict) else None
+    if isinstance(messages, list):
+        read = _read(parsed, cache.known(principal.subject, messages))
+        if read is not None:
+            return read
+    raise _refusal(parsed)
+
+
+def _read(body: dict[str, Any], known: Known) -> RunBody | None:
+    """``body`` as a run's input, its messages ``known``; ``None`` where it is not one,
+    or breaks the id rule."""
     try:
         run_input = RunAgentInput.model_validate(
-            normalise_draft_resume(body | {"messages": known.fresh(parsed)})
+            normalise_draft_resume(body | {"messages": known.fresh()})
         )
     except ValidationError:
-        raise _not_run_input(body) from None
+        return None
     run_input = run_input.model_copy(update={"messages": known.merged(run_input.messages)})
-    problems = id_problems(run_input, known.checked())
-    if problems:
-        raise ApiError(
-            422, GatewayErrorCode.INVALID_RUN_INPUT, f"Invalid ids. {ID_RULE}", details=problems
-        )
-    return RunBody(run_input, known.keys)
+    if id_problems(run_input, known.checked()):
+        return None
+    return RunBody(run_input, known)
 
 
-def _not_run_input(body: Any) -> ApiError:
-    """The 422 for a ``body`` that is not a ``RunAgentInput``, its details those of the
-    body as sent (with the messages sent before in it too, where they are)."""
+def _refusal(body: Any) -> ApiError:
+    """The 422 for a ``body`` that is not a run's input, its details those of the body
+    as sent (with the messages sent before in it too, where they are)."""
     try:
-        RunAgentInput.model_validate(normalise_draft_resume(body))
+        run_input = RunAgentInput.model_validate(normalise_draft_resume(body))
     except ValidationError as err:
         details = json.loads(err.json(include_url=False, include_context=False))
         return ApiError(
@@ -119,7 +131,12 @@ def _not_run_input(body: Any) -> ApiError:
             "The body is not an AG-UI RunAgentInput.",
             details=details,
         )
-    raise AssertionError("a body validated differently without the messages sent before")
+    problems = id_problems(run_input)
+    if not problems:
+        raise AssertionError("a body read differently with the messages sent before")
+    return ApiError(
+        422, GatewayErrorCode.INVALID_RUN_INPUT, f"Invalid ids. {ID_RULE}", details=problems
+    )
 
 
 RunBodyDep = Annotated[RunBody, Depends(_run_body)]
@@ -146,7 +163,7 @@ async def run_agent(
         "agui.thread_id": run_input.thread_id,
         "agui.run_id": run_input.run_id,
     }
-    sent = cache.sent(body.keys, run_input.messages)
+    sent = cache.sent(body.known, run_input.messages, principal.subject, run_input.thread_id)
     # The trace's root: Temporal's interceptor continues it into the workflow.
     with tracer.start_as_current_span("AG-UI run", attributes=attributes):
         try:

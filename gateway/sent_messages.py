@@ -11,24 +11,34 @@ them out of its reply and the gateway puts the client's own copies back
 without a value), so encoding a long conversation again for each snapshot was the part
 of a run's cost in the gateway that grew most with the conversation (``docs/bench.md``,
 "Where a later turn's CPU goes").
+
+A client adopts a run's last ``MESSAGES_SNAPSHOT`` and sends its messages back with the
+next run, written as they were sent to it (``JSON.stringify`` of what ``JSON.parse``
+read). So the cache also keeps the last snapshot each of a principal's threads sent it
+(:class:`Snapshot`), and a request whose messages begin with that snapshot's JSON, byte
+for byte, is parsed without it (:meth:`SentMessageCache.resent`).
 """
 
 from __future__ import annotations
 
+import secrets
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import pydantic_core
 from ag_ui.core import Message, MessagesSnapshotEvent
 from ag_ui.encoder import EventEncoder
+from pydantic import TypeAdapter, ValidationError
 
+from gateway.limits import MAX_ID_LENGTH, message_ids_valid, parse_json
 from workflows.budgets import KIB, to_json
 from workflows.known_messages import message_digest
 
 SENT_MESSAGE_BYTES = 32 * KIB * KIB
-"""About how much memory :class:`SentMessageCache` may hold (:func:`_cost`): some
-25,000 messages of a hundred bytes or so, a long conversation's 800 thirty times over."""
+"""About how much memory :class:`SentMessageCache` may hold for its messages
+(:func:`_cost`): some 25,000 messages of a hundred bytes or so, a long conversation's 800
+thirty times over. Its snapshots may hold as much again (:func:`_snapshot_cost`)."""
 
 Key = tuple[str, bytes]
 """A sent message in :class:`SentMessageCache`: its principal, and its JSON as parsed
@@ -37,6 +47,10 @@ written out again."""
 _EMPTY_TAIL = '"messages":[]}'
 """How the JSON of a ``MESSAGES_SNAPSHOT`` without messages ends when ``messages`` is
 its last field, the slot its messages' JSON goes into."""
+
+_THREAD_ID = b'"threadId":"'
+_MESSAGES = b'"messages":['
+_MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 
 
 class Encoded(NamedTuple):
@@ -55,22 +69,51 @@ class Encoded(NamedTuple):
         return cls(json, message_digest(json))
 
 
+Kept = tuple[Message, Encoded]
+"""A message the gateway took (or wrote) before, with its JSON and digest."""
+
+
+class Snapshot(NamedTuple):
+    """The messages of the last ``MESSAGES_SNAPSHOT`` a thread sent a principal: what a
+    client that sends :attr:`json` back sends."""
+
+    json: bytes
+    """The messages' JSON as the snapshot wrote it, between its brackets."""
+    messages: list[Message]
+    encoded: list[Encoded]
+    """Each message's JSON and digest, in the same order."""
+
+
+class Resent(NamedTuple):
+    """A request's body whose messages begin with a :class:`Snapshot`'s JSON."""
+
+    body: dict[str, Any]
+    """The body as parsed, its ``messages`` the ones after the snapshot's."""
+    snapshot: Snapshot
+
+
 class SentMessages:
     """A request's messages, with their JSON and digests in the same order."""
 
     def __init__(
-        self, messages: Sequence[Message], encoded: Sequence[Encoded] | None = None
+        self,
+        messages: Sequence[Message],
+        encoded: Sequence[Encoded] | None = None,
+        keep: Callable[[Snapshot], None] | None = None,
     ) -> None:
         """
         Args:
             encoded: Each message's JSON and digest, where the caller has them
                 (:class:`SentMessageCache`); made here otherwise.
+            keep: Given each snapshot :meth:`encode_snapshot` writes that a client may
+                send back (:func:`_resendable`).
         """
         self.messages = messages
         if encoded is None:
             encoded = [Encoded.of(message) for message in messages]
-        self.json = [each.json for each in encoded]
+        self.encoded = list(encoded)
         self.digests = [each.digest for each in encoded]
+        self._keep = keep
 
     def encode_snapshot(self, event: MessagesSnapshotEvent) -> str:
         """``event`` as ``EventEncoder`` writes it (the SSE ``data:`` line), the JSON of
@@ -80,36 +123,59 @@ class SentMessages:
         if not head.endswith(_EMPTY_TAIL):
             # Fields after ``messages`` (an event with extra fields): no slot to fill.
             return EventEncoder().encode(event)
-        parts = []
+        own, encoded = self.messages, []
+        resendable = self._keep is not None
         for index, message in enumerate(event.messages):
-            own = index < len(self.messages) and message is self.messages[index]
-            parts.append(self.json[index] if own else to_json(message))
+            if index < len(own) and message is own[index]:
+                encoded.append(self.encoded[index])
+            else:
+                made = Encoded.of(message)
+                resendable = resendable and _resendable(message, made.json)
+                encoded.append(made)
+        json = b",".join([each.json for each in encoded])
+        if self._keep is not None and resendable and encoded:
+            self._keep(Snapshot(json, list(event.messages), encoded))
         opening = head.removesuffix("[]}")
-        return f"data: {opening}[{b','.join(parts).decode()}]}}\n\n"
+        return f"data: {opening}[{json.decode()}]}}\n\n"
+
+
+def _resendable(message: Message, json: bytes) -> bool:
+    """Whether ``json``, a message the thread wrote, is what the gateway takes from a
+    client that sends it back as it is: strict JSON that nests no deeper inside a
+    request's ``messages`` than a body may, ids by the rule, and validating as the same
+    message. (A request's own messages are that already: the gateway took them from a
+    body that passed those checks, and their JSON is their model's.)"""
+    try:
+        [[parsed]] = parse_json(b"[[" + json + b"]]")
+        return message_ids_valid(message) and _MESSAGE.validate_python(parsed) == message
+    except (ValueError, ValidationError):
+        return False
 
 
 class Known(NamedTuple):
-    """A request's messages as :class:`SentMessageCache` knows them."""
+    """A request's messages as :class:`SentMessageCache` knows them, each in its place."""
 
-    keys: list[Key]
-    """Each message's key, in order."""
-    models: list[Message | None]
-    """Each message's model where it is kept, else ``None``."""
+    kept: list[Kept | None]
+    """The message's model, JSON and digest where they are kept, else ``None``."""
+    keys: list[Key | None]
+    """The message's key, or ``None`` where it came with a :class:`Snapshot`."""
+    parsed: list[Any]
+    """The message as parsed, or ``None`` where it came with a :class:`Snapshot`."""
 
-    def fresh(self, parsed: Sequence[Any]) -> list[Any]:
-        """The messages of ``parsed`` not kept, in order: all that is left to validate."""
-        return [raw for raw, model in zip(parsed, self.models, strict=True) if model is None]
+    def fresh(self) -> list[Any]:
+        """The messages as parsed that are not kept, in order: all left to validate."""
+        return [raw for raw, kept in zip(self.parsed, self.kept, strict=True) if kept is None]
 
     def merged(self, validated: Sequence[Message]) -> list[Message]:
         """The request's messages in order: the kept models, and ``validated`` (the
         models of :meth:`fresh`, in order) in the places between."""
         made = iter(validated)
-        return [next(made) if model is None else model for model in self.models]
+        return [next(made) if kept is None else kept[0] for kept in self.kept]
 
     def checked(self) -> set[int]:
         """The positions of the kept messages, whose ids were checked when they were
-        first sent (``gateway.limits.id_problems``)."""
-        return {i for i, model in enumerate(self.models) if model is not None}
+        first sent (``gateway.limits.id_problems``) or written (:func:`_resendable`)."""
+        return {i for i, kept in enumerate(self.kept) if kept is not None}
 
 
 class SentMessageCache:
@@ -127,42 +193,112 @@ class SentMessageCache:
     one's request is faster for what another sent. Nothing changes a model once
     validated (the gateway only reads a request's messages). The least recently used go
     first past ``max_bytes``; a message not kept is only validated and serialised again.
+
+    Parsing the body and writing each message out again for its key still grew with the
+    conversation, so the last snapshot each of a principal's threads sent it is kept too
+    (:meth:`resent`), under the same bound again.
     """
 
     def __init__(self, max_bytes: int = SENT_MESSAGE_BYTES) -> None:
         self._max_bytes = max_bytes
-        self._kept: OrderedDict[Key, tuple[Message, Encoded]] = OrderedDict()
+        self._kept: OrderedDict[Key, Kept] = OrderedDict()
         self._bytes = 0
+        self._snapshots: OrderedDict[tuple[str, str], Snapshot] = OrderedDict()
+        self._snapshot_bytes = 0
 
-    def known(self, principal: str, parsed: Sequence[Any]) -> Known:
-        """What this cache holds of a request's messages as parsed, by ``principal``."""
-        keys = [(principal, pydantic_core.to_json(raw)) for raw in parsed]
-        models: list[Message | None] = []
-        for key in keys:
-            kept = self._kept.get(key)
-            if kept is None:
-                models.append(None)
-            else:
+    def resent(self, principal: str, body: bytes) -> Resent | None:
+        """``body``, a run request's, parsed without the messages it begins with where
+        they are the last snapshot its thread sent ``principal``, byte for byte; else
+        ``None``, and the caller parses the body whole (so any error it reports is the
+        body's as sent).
+
+        The snapshot's JSON in the body is replaced by a string of random hex, and the
+        rest parsed (``gateway.limits.parse_json``). Only if that string is then the
+        first of the body's ``messages`` did the snapshot's JSON begin them: the bytes
+        before it are the same in both bodies, so the parser came to it expecting the
+        ``messages`` array's first value, and from there it reads the snapshot's
+        messages (complete values, strict JSON, each nesting no deeper than a request's
+        messages may) as it reads the one string, and the bytes after them alike. The
+        body's ``threadId`` only says which snapshot to try.
+        """
+        if not self._snapshots:
+            return None
+        at = body.find(_THREAD_ID) + len(_THREAD_ID)
+        end = body.find(b'"', at, at + MAX_ID_LENGTH + 1)
+        start = body.find(_MESSAGES) + len(_MESSAGES)
+        if at < len(_THREAD_ID) or end < 0 or start < len(_MESSAGES):
+            return None
+        key = (principal, body[at:end].decode(errors="replace"))
+        snapshot = self._snapshots.get(key)
+        if snapshot is None or not body.startswith(snapshot.json, start):
+            return None
+        mark = secrets.token_hex(16)
+        rest = body[start + len(snapshot.json) :]
+        try:
+            parsed = parse_json(b"".join((body[:start], b'"', mark.encode(), b'"', rest)))
+        except ValueError:
+            return None
+        messages = parsed.get("messages") if isinstance(parsed, dict) else None
+        if not isinstance(messages, list) or not messages or messages[0] != mark:
+            return None
+        self._snapshots.move_to_end(key)
+        return Resent(parsed | {"messages": messages[1:]}, snapshot)
+
+    def known(
+        self, principal: str, parsed: Sequence[Any], snapshot: Snapshot | None = None
+    ) -> Known:
+        """What this cache holds of a request's messages as parsed, by ``principal``,
+        after those of ``snapshot`` (:meth:`resent`), if they came with one."""
+        kept: list[Kept | None] = []
+        if snapshot is not None:
+            kept.extend(zip(snapshot.messages, snapshot.encoded, strict=True))
+        before = len(kept)
+        keys: list[Key | None] = [None] * before
+        for raw in parsed:
+            key = (principal, pydantic_core.to_json(raw))
+            found = self._kept.get(key)
+            if found is not None:
                 self._kept.move_to_end(key)
-                models.append(kept[0])
-        return Known(keys, models)
+            keys.append(key)
+            kept.append(found)
+        return Known(kept, keys, [None] * before + list(parsed))
 
-    def sent(self, keys: Sequence[Key], messages: Sequence[Message]) -> SentMessages:
-        """``messages``, the request's whole (``Known.merged``) for ``keys``, as
-        :class:`SentMessages`; those not kept yet are kept from now on. Only for a
-        request whose body passed the gateway's checks."""
+    def sent(
+        self, known: Known, messages: Sequence[Message], principal: str, thread_id: str
+    ) -> SentMessages:
+        """``messages``, the request's whole (``Known.merged``), as :class:`SentMessages`
+        whose snapshots are kept for ``principal`` on ``thread_id``; those not kept yet
+        are kept from now on. Only for a request whose body passed the gateway's checks.
+        """
         encoded = []
-        for key, message in zip(keys, messages, strict=True):
-            kept = self._kept.get(key)
+        for key, kept, message in zip(known.keys, known.kept, messages, strict=True):
             if kept is None:
                 kept = (message, Encoded.of(message))
-                self._kept[key] = kept
-                self._bytes += _cost(key, kept[1])
-                while self._bytes > self._max_bytes:
-                    old_key, (_, old) = self._kept.popitem(last=False)
-                    self._bytes -= _cost(old_key, old)
+                if key is not None:
+                    self._keep_message(key, kept)
             encoded.append(kept[1])
-        return SentMessages(messages, encoded)
+
+        def keep(snapshot: Snapshot) -> None:
+            self._keep_snapshot((principal, thread_id), snapshot)
+
+        return SentMessages(messages, encoded, keep)
+
+    def _keep_message(self, key: Key, kept: Kept) -> None:
+        self._kept[key] = kept
+        self._bytes += _cost(key, kept[1])
+        while self._bytes > self._max_bytes:
+            old_key, (_, old) = self._kept.popitem(last=False)
+            self._bytes -= _cost(old_key, old)
+
+    def _keep_snapshot(self, key: tuple[str, str], snapshot: Snapshot) -> None:
+        old = self._snapshots.pop(key, None)
+        if old is not None:
+            self._snapshot_bytes -= _snapshot_cost(old)
+        self._snapshots[key] = snapshot
+        self._snapshot_bytes += _snapshot_cost(snapshot)
+        while self._snapshot_bytes > self._max_bytes:
+            _, old = self._snapshots.popitem(last=False)
+            self._snapshot_bytes -= _snapshot_cost(old)
 
 
 def _cost(key: Key, encoded: Encoded) -> int:
@@ -170,3 +306,10 @@ def _cost(key: Key, encoded: Encoded) -> int:
     times a short message's JSON, about the size of a long one's), its digest and the
     entries."""
     return len(key[0]) + len(key[1]) + 2 * len(encoded.json) + KIB
+
+
+def _snapshot_cost(snapshot: Snapshot) -> int:
+    """About the memory one kept snapshot holds beyond its messages' models (mostly the
+    kept messages' too): its JSON, the JSON of the messages the thread wrote, and the
+    entries."""
+    return 2 * len(snapshot.json) + 64 * len(snapshot.messages)

@@ -14,6 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.openai_chat import OpenAIModel
 from activities.tooling import tool
+from gateway.sent_messages import Resent, SentMessageCache
 from settings import Settings
 from tests.browser import chromium
 from tests.chat_server import ChatServer
@@ -61,6 +62,21 @@ async def browser() -> AsyncIterator[Browser]:
     """A headless Chromium for the session; each test opens contexts of its own."""
     async with chromium() as running:
         yield running
+
+
+@pytest.fixture
+def resent(monkeypatch: pytest.MonkeyPatch) -> list[Resent | None]:
+    """What ``SentMessageCache.resent`` gave each run request the gateways read in the
+    test, in order: whether the body was read after the thread's last snapshot."""
+    given: list[Resent | None] = []
+    read = SentMessageCache.resent
+
+    def spied(cache: SentMessageCache, principal: str, body: bytes) -> Resent | None:
+        given.append(read(cache, principal, body))
+        return given[-1]
+
+    monkeypatch.setattr(SentMessageCache, "resent", spied)
+    return given
 
 
 @pytest.fixture

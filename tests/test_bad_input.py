@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -9,11 +10,14 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
+from gateway.sent_messages import Resent
 from gateway.streaming import thread_handle
 from tests.helpers import OWNER, Stack, history_length, post_run, run_input, types
 from workflows.errors import ErrorCode
 from workflows.models import RunRequest
 from workflows.thread import ThreadWorkflow
+
+JSON = {"content-type": "application/json"}
 
 
 async def started_thread(stack: Stack) -> tuple[str, dict[str, Any]]:
@@ -80,6 +84,36 @@ async def test_a_bad_body_resending_messages_gets_the_details_of_the_body_as_sen
     assert any(detail["loc"][:2] == ["messages", 1] for detail in details)
     [missing] = [detail for detail in details if detail["loc"] == ["runId"]]
     assert missing["input"] == bad
+
+
+async def test_a_bad_body_sending_back_the_last_snapshot_gets_the_details_of_the_body_as_sent(
+    stack: Stack, resent: list[Resent | None]
+) -> None:
+    """The gateway reads a body that begins its messages with the snapshot it last sent
+    without parsing those again (``SentMessageCache.resent``); what is wrong after them
+    is reported for the body as sent, and the thread is left alone."""
+    thread_id = f"thread-{uuid.uuid4()}"
+    events = await post_run(stack.http, "demo", run_input(thread_id, "r1", "hello"))
+    [adopted] = [e["messages"] for e in events if e["type"] == "MESSAGES_SNAPSHOT"]
+    before = (await stack.http.get(f"/threads/{thread_id}")).json()
+    bad = {"threadId": thread_id, "messages": [*adopted, {"id": "m2"}], "state": {}}
+    body = json.dumps(bad, separators=(",", ":")).encode()
+    malformed = body[:-1] + b',"runId":}'
+
+    response = await stack.http.post("/agents/demo", content=body, headers=JSON)
+    broken = await stack.http.post("/agents/demo", content=malformed, headers=JSON)
+
+    # The malformed body's rest did not parse: it was read whole, for its error.
+    assert [each is not None for each in resent] == [False, True, False]
+    assert response.status_code == 422
+    details = response.json()["error"]["details"]
+    assert any(detail["loc"][:2] == ["messages", len(adopted)] for detail in details)
+    [missing] = [detail for detail in details if detail["loc"] == ["runId"]]
+    assert missing["input"] == bad
+    assert broken.status_code == 400
+    assert broken.json()["error"]["code"] == "MALFORMED_JSON"
+    assert f"char {len(malformed) - 1}" in broken.json()["error"]["message"]
+    assert (await stack.http.get(f"/threads/{thread_id}")).json() == before
 
 
 async def test_state_that_is_not_an_object_is_a_run_error_and_changes_nothing(

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from temporalio.client import Client
 
+from gateway.sent_messages import Resent
 from tests.helpers import Stack, new_thread, post_run, run_input, types
 from workflows.agents import EXAMPLES
 from workflows.thread_ids import workflow_id_for
@@ -70,6 +72,42 @@ async def test_runs_on_a_thread_share_one_workflow_and_messages_are_not_duplicat
     assert thread["interrupts"] == []
     assert stack.client is not None
     assert await workflow_count(stack.client, thread_id) == 1
+
+
+async def test_a_client_sending_back_each_snapshot_as_written_is_read_after_it(
+    stack: Stack, resent: list[Resent | None]
+) -> None:
+    """A client that adopts each run's ``MESSAGES_SNAPSHOT`` and sends it back, as
+    ``@ag-ui/client`` does, gets its messages read from the snapshot the gateway kept
+    (``SentMessageCache.resent``), through an approval, with the thread's conversation
+    the client's."""
+    thread_id = new_thread()
+    messages: list[dict[str, Any]] = []
+
+    async def turn(run_id: str, **fields: Any) -> list[dict[str, Any]]:
+        nonlocal messages
+        body = {"threadId": thread_id, "runId": run_id, "messages": messages, **fields}
+        events = await post_run(stack.http, "demo", body)
+        *_, snapshot = (e for e in events if e["type"] == "MESSAGES_SNAPSHOT")
+        messages = snapshot["messages"]
+        return events
+
+    messages = [{"id": "m1", "role": "user", "content": "hello"}]
+    await turn("r1")
+    messages = [*messages, {"id": "m2", "role": "user", "content": "please mail a@b.com"}]
+    [interrupt] = (await turn("r2"))[-1]["outcome"]["interrupts"]
+    answer = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
+    finished = await turn("r3", resume=[answer])
+
+    assert finished[-1]["outcome"] == {"type": "success"}
+    assert [len(each.snapshot.messages) if each else None for each in resent] == [None, 2, 4]
+    thread = (await stack.http.get(f"/threads/{thread_id}")).json()
+    assert thread["messages"] == messages
+    roles = ["user", "assistant", "user", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in messages] == roles
+    assert thread["state"]["outbox"] == [
+        {"to": "a@b.com", "subject": "Hi", "body": "please mail a@b.com"}
+    ]
 
 
 async def test_a_run_that_looks_like_a_first_run_joins_the_thread_that_exists(

@@ -1,11 +1,14 @@
 """A run's ``MESSAGES_SNAPSHOT`` written with the JSON its request's messages were
-digested with: byte for byte what ``ag_ui``'s encoder writes."""
+digested with: byte for byte what ``ag_ui``'s encoder writes; the messages a principal
+sent before taken as validated then; and a body that sends the last snapshot back read
+after it, as the whole body reads."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import pytest
 from ag_ui.core import (
     ActivityMessage,
     AssistantMessage,
@@ -20,7 +23,10 @@ from ag_ui.core import (
     UserMessage,
 )
 from ag_ui.encoder import EventEncoder
+from hypothesis import example, given
+from hypothesis import strategies as st
 
+from gateway.limits import MAX_JSON_DEPTH, parse_json
 from gateway.sent_messages import SentMessageCache, SentMessages
 from workflows import budgets
 
@@ -62,7 +68,7 @@ def test_a_snapshot_beginning_with_the_requests_messages_is_written_as_the_encod
 
 def test_the_requests_own_messages_are_written_with_the_json_digested_for_them() -> None:
     sent = SentMessages(conversation())
-    sent.json[0] = b'{"marker":true}'
+    sent.encoded[0] = sent.encoded[0]._replace(json=b'{"marker":true}')
     event = MessagesSnapshotEvent(messages=list(sent.messages))
 
     written = json.loads(sent.encode_snapshot(event).removeprefix("data: "))
@@ -75,7 +81,7 @@ def test_the_requests_own_messages_are_written_with_the_json_digested_for_them()
 
 def test_equal_messages_that_are_not_the_requests_own_are_serialised_again() -> None:
     sent = SentMessages(conversation())
-    sent.json[0] = b'{"marker":true}'
+    sent.encoded[0] = sent.encoded[0]._replace(json=b'{"marker":true}')
     copies = [message.model_copy() for message in sent.messages]
     event = MessagesSnapshotEvent(messages=copies)
 
@@ -106,9 +112,14 @@ def _parsed() -> list[Any]:
 def _sent(cache: SentMessageCache, principal: str, parsed: list[Any]) -> SentMessages:
     """A request's messages as the gateway reads them."""
     known = cache.known(principal, parsed)
-    body = {"threadId": "t", "runId": "r", "messages": known.fresh(parsed), "state": {}}
+    body = {"threadId": "t", "runId": "r", "messages": known.fresh(), "state": {}}
     body |= {"tools": [], "context": [], "forwardedProps": {}}
-    return cache.sent(known.keys, known.merged(RunAgentInput.model_validate(body).messages))
+    messages = known.merged(RunAgentInput.model_validate(body).messages)
+    return cache.sent(known, messages, principal, "t")
+
+
+def _json(sent: SentMessages) -> list[bytes]:
+    return [each.json for each in sent.encoded]
 
 
 def _same(a: list[Any], b: list[Any]) -> list[bool]:
@@ -120,10 +131,10 @@ def test_a_resent_message_gets_the_model_and_the_json_made_when_it_was_first_sen
     first = _sent(cache, "ann", _parsed())
     again = _sent(cache, "ann", _parsed())
 
-    assert first.json == SentMessages(first.messages).json
+    assert first.encoded == SentMessages(first.messages).encoded
     assert again.digests == first.digests
     assert all(_same(list(again.messages), list(first.messages)))
-    assert all(_same(again.json, first.json))
+    assert all(_same(_json(again), _json(first)))
 
 
 def test_a_message_sent_differently_or_by_another_principal_is_validated_anew() -> None:
@@ -134,10 +145,10 @@ def test_a_message_sent_differently_or_by_another_principal_is_validated_anew() 
     edited[-1]["content"] = "Sent!"
     changed = _sent(cache, "ann", edited)
 
-    assert bob.json == first.json and bob.messages == first.messages
+    assert bob.encoded == first.encoded and bob.messages == first.messages
     assert not any(_same(list(bob.messages), list(first.messages)))
-    assert changed.json[-1] == budgets.to_json(changed.messages[-1])
-    assert b"Sent!" in changed.json[-1]
+    assert _json(changed)[-1] == budgets.to_json(changed.messages[-1])
+    assert b"Sent!" in _json(changed)[-1]
     assert _same(list(changed.messages), list(first.messages)) == [True] * 6 + [False]
 
 
@@ -149,7 +160,7 @@ def test_only_the_messages_not_kept_are_left_to_validate_and_to_check() -> None:
 
     known = cache.known("ann", edited)
 
-    [fresh] = known.fresh(edited)
+    [fresh] = known.fresh()
     assert fresh is edited[-1]
     assert known.checked() == set(range(len(edited) - 1))
 
@@ -162,3 +173,178 @@ def test_the_least_recently_sent_are_forgotten_past_the_bound() -> None:
     again = _sent(cache, "ann", parsed[:1])
 
     assert again.messages == first.messages and again.messages[0] is not first.messages[0]
+
+
+# --- the last snapshot, sent back --------------------------------------------------------
+
+
+def _compact(value: Any) -> bytes:
+    """``value`` as a client writes a body: ``JSON.stringify``, compact."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _snapshot_sent(cache: SentMessageCache, principal: str = "ann") -> list[Any]:
+    """A run of thread ``t`` by ``principal``: its request's messages, then the snapshot
+    it ends with, its reply after them; the snapshot's messages as the client adopts
+    them."""
+    sent = _sent(cache, principal, _parsed())
+    reply = [AssistantMessage(id="a3", content="And then 日本.")]
+    written = sent.encode_snapshot(MessagesSnapshotEvent(messages=[*sent.messages, *reply]))
+    adopted: list[Any] = json.loads(written.removeprefix("data: "))["messages"]
+    return adopted
+
+
+def _body(messages: list[Any], **fields: Any) -> dict[str, Any]:
+    return {"threadId": "t", "runId": "r2", "messages": messages, "state": {}} | fields
+
+
+def test_a_body_sending_back_the_last_snapshot_is_parsed_after_its_messages() -> None:
+    cache = SentMessageCache()
+    adopted = _snapshot_sent(cache)
+    new = {"id": "u9", "role": "user", "content": "and again"}
+    body = _body([*adopted, new], state={"outbox": ["a@b.com"]})
+
+    resent = cache.resent("ann", _compact(body))
+
+    assert resent is not None
+    assert resent.body == body | {"messages": [new]}
+    assert [encoded.json for encoded in resent.snapshot.encoded] == [
+        budgets.to_json(json_message) for json_message in adopted
+    ]
+
+
+def test_reading_a_body_after_the_snapshot_gives_the_input_reading_it_whole_gives() -> None:
+    cache = SentMessageCache()
+    adopted = _snapshot_sent(cache)
+    body = _body([*adopted, {"id": "u9", "role": "user", "content": "x"}])
+    resent = cache.resent("ann", _compact(body))
+    assert resent is not None
+
+    known = cache.known("ann", resent.body["messages"], resent.snapshot)
+    fields = {"tools": [], "context": [], "forwardedProps": {}}
+    validated = RunAgentInput.model_validate(resent.body | fields | {"messages": known.fresh()})
+    messages = known.merged(validated.messages)
+    sent = cache.sent(known, messages, "ann", "t")
+
+    whole = RunAgentInput.model_validate(body | fields)
+    assert messages == whole.messages
+    assert sent.digests == SentMessages(whole.messages).digests
+    assert known.checked() == set(range(len(adopted)))
+    assert all(_same(messages[: len(adopted)], resent.snapshot.messages))
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["other principal", "other thread", "written with spaces", "one message edited", "none"],
+)
+def test_a_body_that_does_not_begin_its_messages_with_the_snapshot_is_left_whole(
+    case: str,
+) -> None:
+    cache = SentMessageCache()
+    adopted = _snapshot_sent(cache)
+    principal, body = "ann", _compact(_body(adopted))
+    if case == "other principal":
+        principal = "bob"
+    elif case == "other thread":
+        body = _compact(_body(adopted, threadId="t2"))
+    elif case == "written with spaces":
+        body = json.dumps(_body(adopted), ensure_ascii=False).encode()
+    elif case == "one message edited":
+        body = _compact(_body([*adopted[:-1], adopted[-1] | {"content": "And then 日本!"}]))
+    else:
+        cache = SentMessageCache()
+
+    assert cache.resent(principal, body) is None
+
+
+def test_the_snapshots_json_anywhere_but_at_the_start_of_the_messages_is_not_taken() -> None:
+    cache = SentMessageCache()
+    adopted = _snapshot_sent(cache)
+    decoy = {"id": "u1", "role": "user", "content": "x"}
+    in_state = _compact(
+        {"threadId": "t", "state": {"messages": adopted}, "messages": [decoy], "runId": "r"}
+    )
+    overridden = _compact(_body(adopted))[:-1] + b',"messages":[' + _compact(decoy) + b"]}"
+
+    assert cache.resent("ann", in_state) is None
+    assert cache.resent("ann", overridden) is None
+    assert json.loads(overridden)["messages"] == [decoy]
+
+
+@example(head=b'{"threadId":"t","state":{"messages":[', tail=b']},"messages":["x"]}')
+@example(head=b'{"threadId":"t","messages":[', tail=b'],"messages":["x"]}')
+@given(
+    head=st.sampled_from(
+        [
+            b'{"threadId":"t","runId":"r","messages":[',
+            b'{"threadId":"t","state":{"messages":[',
+            b'{"threadId":"t","state":"\\"messages\\":[',
+            b'{"threadId":"t","messages":[[',
+        ]
+    ),
+    tail=st.lists(
+        st.sampled_from(
+            [b",", b"]", b"}", b"[", b"{", b'"', b"\\", b":", b"0", b"1e400", b"NaN", b" "]
+            + [b'"messages":[', b'{"id":"u9","role":"user","content":"x"}', b'"runId":"r"']
+            + [b']},"messages":[', b"]}"]
+        ),
+        max_size=12,
+    ).map(b"".join),
+)
+def test_what_is_read_after_the_snapshot_is_what_the_whole_body_reads_as(
+    head: bytes, tail: bytes
+) -> None:
+    cache = SentMessageCache()
+    adopted = _snapshot_sent(cache)
+    snapshot_json = _compact(adopted)[1:-1]
+    body = head + snapshot_json + tail
+
+    resent = cache.resent("ann", body)
+
+    if resent is not None:
+        whole = parse_json(body)
+        assert whole == resent.body | {"messages": adopted + resent.body["messages"]}
+
+
+def test_a_snapshot_with_a_message_a_client_could_not_send_back_as_it_is_is_not_kept() -> None:
+    def deep(levels: int) -> Any:
+        """Content that nests ``levels`` deep in a run's body: the body, its messages,
+        the message and its content are four."""
+        value: Any = "x"
+        for _ in range(levels - 4):
+            value = [value]
+        return {"deep": value}
+
+    kinds: list[Message] = [
+        AssistantMessage(id="a3", content="fine"),
+        AssistantMessage(
+            id="a3",
+            tool_calls=[
+                ToolCall(
+                    id="call 1", type="function", function=FunctionCall(name="f", arguments="{}")
+                )
+            ],
+        ),
+        ActivityMessage(id="x2", activity_type="progress", content=deep(MAX_JSON_DEPTH)),
+        ActivityMessage(id="x2", activity_type="progress", content=deep(MAX_JSON_DEPTH + 1)),
+        UserMessage.model_validate({"id": "u3", "role": "user", "content": "x", "n": 2**70}),
+    ]
+    kept = []
+    for message in kinds:
+        cache = SentMessageCache()
+        sent = _sent(cache, "ann", _parsed())
+        written = sent.encode_snapshot(MessagesSnapshotEvent(messages=[*sent.messages, message]))
+        adopted = json.loads(written.removeprefix("data: "))["messages"]
+        kept.append(cache.resent("ann", _compact(_body(adopted))) is not None)
+
+    assert kept == [True, False, True, False, True]
+
+
+def test_the_least_recently_sent_snapshots_are_forgotten_past_the_bound() -> None:
+    cache = SentMessageCache(max_bytes=16 * 1024)
+    adopted = _snapshot_sent(cache)
+    for n in range(40):
+        other = cache.sent(cache.known("ann", []), [], "ann", f"t{n}")
+        other.encode_snapshot(MessagesSnapshotEvent(messages=conversation()))
+
+    assert cache.resent("ann", _compact(_body(adopted))) is None
