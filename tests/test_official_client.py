@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gateway.sent_messages import Resent
 from tests.chat_server import ChatServer, Reply, ScriptedCall
 from tests.helpers import Stack, bearer, new_thread
 
@@ -54,7 +55,7 @@ def user(message_id: str, text: str) -> dict[str, str]:
 
 
 async def test_http_agent_runs_pauses_and_resumes_with_build_resume_array(
-    stack: Stack, tmp_path: Path
+    stack: Stack, tmp_path: Path, resent: list[Resent | None]
 ) -> None:
     report = await drive(
         stack,
@@ -83,6 +84,8 @@ async def test_http_agent_runs_pauses_and_resumes_with_build_resume_array(
     assert second["warnings"] == []
     assert report["state"]["outbox"][0]["to"] == "a@b.com"
     assert report["state"]["filings"] == [{"quarter": "Q2", "year": 2026, "revenue": 12.5}]
+    # The client sent the run's snapshot back as the gateway wrote it: read after it.
+    assert [each is not None for each in resent] == [False, True]
 
 
 async def test_http_agent_sees_an_invalid_answer_as_a_run_error_then_recovers(
