@@ -25,6 +25,7 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 from hypothesis import example, given
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 from gateway.limits import MAX_JSON_DEPTH, parse_json
 from gateway.sent_messages import SentMessageCache, SentMessages
@@ -348,3 +349,25 @@ def test_the_least_recently_sent_snapshots_are_forgotten_past_the_bound() -> Non
         other.encode_snapshot(MessagesSnapshotEvent(messages=conversation()))
 
     assert cache.resent("ann", _compact(_body(adopted))) is None
+
+
+def test_a_requests_own_messages_validate_from_their_json_as_they_did() -> None:
+    """What lets a snapshot's own messages go unchecked when a client sends them back
+    (``sent_messages._resendable``): a message the gateway took validates from its JSON
+    to the same model."""
+    parsed = [
+        *_parsed(),
+        {"id": "u2", "role": "user", "content": "x", "name": None, "metadata": {"k": 1}},
+        {"id": "u3", "role": "user", "content": [{"type": "text", "text": "a"}]},
+        {"id": "a4", "role": "assistant", "content": None, "extra": {"n": 1.0, "big": 2**80}},
+        {"id": "t2", "role": "tool", "toolCallId": "c1", "content": "x", "error": "bad"},
+        {"id": "r1", "role": "reasoning", "content": "think"},
+    ]
+    body = {"threadId": "t", "runId": "r", "messages": parsed, "state": {}}
+    messages = RunAgentInput.model_validate(body).messages
+
+    read = TypeAdapter(Message)
+    again = [read.validate_python(json.loads(budgets.to_json(m))) for m in messages]
+
+    assert again == messages
+    assert [budgets.to_json(m) for m in again] == [budgets.to_json(m) for m in messages]
