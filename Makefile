@@ -41,8 +41,12 @@ CHROMIUM := /usr/bin/chromium
 $(CHROMIUM):
 	scripts/install-chromium
 
+# The suite waits on servers and timers far more than it computes, so it runs on TEST_WORKERS
+# processes (pytest-xdist), each with its own dev server and browser; TEST_WORKERS=0 runs
+# it in this one.
+TEST_WORKERS ?= 2
 test: $(INSTALLED) $(NODE_INSTALLED) $(WEB_INSTALLED) $(CHROMIUM)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # The inbox page's screenshots in docs/, taken by its browser tests.
 screenshots: $(INSTALLED) $(WEB_INSTALLED) $(CHROMIUM)

@@ -186,6 +186,11 @@ def test_a_run_key_is_the_same_for_the_same_request_and_differs_for_any_other() 
         "a._:@-z",
         "x" * 128,
     ],
+    # Fixed names, though the values are new each run: parallel workers collect alike.
+    ids=[
+        *("uuid", "uuid-hex", "openai", "interrupt", "operator", "expiry", "tool-call"),
+        *("nanoid", "leading-dash", "punctuation", "longest"),
+    ],
 )
 def test_ids_clients_and_the_thread_make_are_valid(value: str) -> None:
     assert valid_id(value)
