@@ -99,21 +99,29 @@ def fill_in(
     events: Sequence[SequencedEvent], state: dict[str, Any], patches: Sequence[Patch]
 ) -> list[SequencedEvent]:
     """``events`` of a reply made by :func:`leave_out` with their snapshots whole again,
-    from the client's ``state`` (left as it is). Snapshots of the same state, an empty
-    patch apart, share one copy of it: the events are only sent on."""
-    current = pydantic_core.from_json(pydantic_core.to_json(state))
+    from the client's ``state`` (left as it is). The events are only sent on, so a
+    snapshot is a copy of its own only where a later patch would change it: snapshots of
+    one state, an empty patch apart, share one object, and a reply that changed nothing
+    shares the client's."""
+    changed = [index for index, patch in enumerate(patches) if patch]
+    last = changed[-1] if changed else -1
+    current = _copy(state) if changed else state
     snapshot: Any = None
-    remaining = iter(patches)
     whole: list[SequencedEvent] = []
+    index = -1
     for item in events:
         event = item.event
         if isinstance(event, StateSnapshotEvent):
-            patch = next(remaining)
-            if patch or snapshot is None:
-                current = jsonpatch.apply_patch(current, patch, in_place=True)
-                # Each state its own copy: the next patch changes ``current`` in place.
-                snapshot = pydantic_core.from_json(pydantic_core.to_json(current))
+            index += 1
+            if patches[index] or snapshot is None:
+                current = jsonpatch.apply_patch(current, patches[index], in_place=True)
+                # A later patch changes ``current`` in place.
+                snapshot = current if index >= last else _copy(current)
             event = event.model_copy(update={"snapshot": snapshot})
             item = item.model_copy(update={"event": event})
         whole.append(item)
     return whole
+
+
+def _copy(state: Any) -> Any:
+    return pydantic_core.from_json(pydantic_core.to_json(state))

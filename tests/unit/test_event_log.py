@@ -470,6 +470,9 @@ def test_a_runs_logged_patches_make_its_snapshots_from_the_last_state_before_it(
     assert snapshots(whole) == [OUTBOXES[3], OUTBOXES[3], OUTBOXES[4]]
     first, again, last = snapshots(whole)
     assert again is first and last is not first, "one copy for the same state, an empty patch apart"
+    assert budgets.to_json(OUTBOXES[1]) == before, "the client's state is left as it is"
+    unchanged = known_state.fill_in(events, OUTBOXES[1], [[], [], []])
+    assert all(each is OUTBOXES[1] for each in snapshots(unchanged)), "nothing to copy"
     # A run whose first snapshot the log keeps whole has no patches of its own.
     first = thread.runs[0]
     assert log.state_patches(first) is None
