@@ -309,7 +309,8 @@ def _cost(key: Key, encoded: Encoded) -> int:
 
 
 def _snapshot_cost(snapshot: Snapshot) -> int:
-    """About the memory one kept snapshot holds beyond its messages' models (mostly the
-    kept messages' too): its JSON, the JSON of the messages the thread wrote, and the
-    entries."""
-    return 2 * len(snapshot.json) + 64 * len(snapshot.messages)
+    """About the memory one kept snapshot holds, as :func:`_cost` counts a message: its
+    JSON, and for each message its model, JSON, digest and entries (a request's own
+    messages may be the kept messages' too, and those the run wrote are the snapshot's
+    alone)."""
+    return 2 * len(snapshot.json) + KIB * len(snapshot.messages)
