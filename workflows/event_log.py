@@ -343,14 +343,13 @@ def _appended(before: Any, after: Any) -> list[dict[str, Any]] | None:
             new_json.startswith(old_json[:-1]) and new_json[len(old_json) - 1] == ord(",")
         ):
             return None
-        added = pydantic_core.from_json(budgets.to_json(new[len(old) :]))
         patch.extend(
             {
                 "op": "add",
                 "path": jsonpatch.JsonPointer.from_parts([key, index]).path,
                 "value": value,
             }
-            for index, value in enumerate(added, start=len(old))
+            for index, value in enumerate(new[len(old) :], start=len(old))
         )
     return patch
 
