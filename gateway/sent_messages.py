@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import secrets
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import pydantic_core
 from ag_ui.core import Message, MessagesSnapshotEvent
@@ -200,11 +200,10 @@ class SentMessageCache:
     """
 
     def __init__(self, max_bytes: int = SENT_MESSAGE_BYTES) -> None:
-        self._max_bytes = max_bytes
-        self._kept: OrderedDict[Key, Kept] = OrderedDict()
-        self._bytes = 0
-        self._snapshots: OrderedDict[tuple[str, str], Snapshot] = OrderedDict()
-        self._snapshot_bytes = 0
+        self._kept: _LeastRecent[Key, Kept] = _LeastRecent(max_bytes, _cost)
+        self._snapshots: _LeastRecent[tuple[str, str], Snapshot] = _LeastRecent(
+            max_bytes, _snapshot_cost
+        )
 
     def resent(self, principal: str, body: bytes) -> Resent | None:
         """``body``, a run request's, parsed without the messages it begins with where
@@ -228,8 +227,7 @@ class SentMessageCache:
         start = body.find(_MESSAGES) + len(_MESSAGES)
         if at < len(_THREAD_ID) or end < 0 or start < len(_MESSAGES):
             return None
-        key = (principal, body[at:end].decode(errors="replace"))
-        snapshot = self._snapshots.get(key)
+        snapshot = self._snapshots.get((principal, body[at:end].decode(errors="replace")))
         if snapshot is None or not body.startswith(snapshot.json, start):
             return None
         mark = secrets.token_hex(16)
@@ -241,7 +239,6 @@ class SentMessageCache:
         messages = parsed.get("messages") if isinstance(parsed, dict) else None
         if not isinstance(messages, list) or not messages or messages[0] != mark:
             return None
-        self._snapshots.move_to_end(key)
         return Resent(parsed | {"messages": messages[1:]}, snapshot)
 
     def known(
@@ -256,11 +253,8 @@ class SentMessageCache:
         keys: list[Key | None] = [None] * before
         for raw in parsed:
             key = (principal, pydantic_core.to_json(raw))
-            found = self._kept.get(key)
-            if found is not None:
-                self._kept.move_to_end(key)
             keys.append(key)
-            kept.append(found)
+            kept.append(self._kept.get(key))
         return Known(kept, keys, [None] * before + list(parsed))
 
     def sent(
@@ -275,40 +269,60 @@ class SentMessageCache:
             if kept is None:
                 kept = (message, Encoded.of(message))
                 if key is not None:
-                    self._keep_message(key, kept)
+                    self._kept.put(key, kept)
             encoded.append(kept[1])
 
         def keep(snapshot: Snapshot) -> None:
-            self._keep_snapshot((principal, thread_id), snapshot)
+            self._snapshots.put((principal, thread_id), snapshot)
 
         return SentMessages(messages, encoded, keep)
 
-    def _keep_message(self, key: Key, kept: Kept) -> None:
-        self._kept[key] = kept
-        self._bytes += _cost(key, kept[1])
-        while self._bytes > self._max_bytes:
-            old_key, (_, old) = self._kept.popitem(last=False)
-            self._bytes -= _cost(old_key, old)
 
-    def _keep_snapshot(self, key: tuple[str, str], snapshot: Snapshot) -> None:
-        old = self._snapshots.pop(key, None)
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class _LeastRecent(Generic[K, V]):
+    """A map that forgets its least recently used entries once their costs, as
+    ``cost`` counts each, pass ``max_bytes``."""
+
+    def __init__(self, max_bytes: int, cost: Callable[[K, V], int]) -> None:
+        self._max_bytes = max_bytes
+        self._cost = cost
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._bytes = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+    def get(self, key: K) -> V | None:
+        """The entry of ``key``, now the most recently used; ``None`` without one."""
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: K, value: V) -> None:
+        """Keep ``value`` as ``key``'s entry, forgetting the least recently used past
+        the bound."""
+        old = self._entries.pop(key, None)
         if old is not None:
-            self._snapshot_bytes -= _snapshot_cost(old)
-        self._snapshots[key] = snapshot
-        self._snapshot_bytes += _snapshot_cost(snapshot)
-        while self._snapshot_bytes > self._max_bytes:
-            _, old = self._snapshots.popitem(last=False)
-            self._snapshot_bytes -= _snapshot_cost(old)
+            self._bytes -= self._cost(key, old)
+        self._entries[key] = value
+        self._bytes += self._cost(key, value)
+        while self._bytes > self._max_bytes:
+            old_key, old = self._entries.popitem(last=False)
+            self._bytes -= self._cost(old_key, old)
 
 
-def _cost(key: Key, encoded: Encoded) -> int:
+def _cost(key: Key, kept: Kept) -> int:
     """About the memory one kept message holds: its key, its JSON, its model (some ten
     times a short message's JSON, about the size of a long one's), its digest and the
     entries."""
-    return len(key[0]) + len(key[1]) + 2 * len(encoded.json) + KIB
+    return len(key[0]) + len(key[1]) + 2 * len(kept[1].json) + KIB
 
 
-def _snapshot_cost(snapshot: Snapshot) -> int:
+def _snapshot_cost(_: tuple[str, str], snapshot: Snapshot) -> int:
     """About the memory one kept snapshot holds, as :func:`_cost` counts a message: its
     JSON, and for each message its model, JSON, digest and entries (a request's own
     messages may be the kept messages' too, and those the run wrote are the snapshot's
