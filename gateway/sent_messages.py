@@ -22,15 +22,15 @@ for byte, is parsed without it (:meth:`SentMessageCache.resent`).
 from __future__ import annotations
 
 import secrets
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Generic, NamedTuple, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import pydantic_core
 from ag_ui.core import Message, MessagesSnapshotEvent
 from ag_ui.encoder import EventEncoder
 from pydantic import TypeAdapter, ValidationError
 
+from gateway.least_recent import LeastRecent
 from gateway.limits import MAX_ID_LENGTH, message_ids_valid, parse_json
 from workflows.budgets import KIB, to_json
 from workflows.known_messages import message_digest
@@ -200,8 +200,8 @@ class SentMessageCache:
     """
 
     def __init__(self, max_bytes: int = SENT_MESSAGE_BYTES) -> None:
-        self._kept: _LeastRecent[Key, Kept] = _LeastRecent(max_bytes, _cost)
-        self._snapshots: _LeastRecent[tuple[str, str], Snapshot] = _LeastRecent(
+        self._kept: LeastRecent[Key, Kept] = LeastRecent(max_bytes, _cost)
+        self._snapshots: LeastRecent[tuple[str, str], Snapshot] = LeastRecent(
             max_bytes, _snapshot_cost
         )
 
@@ -276,43 +276,6 @@ class SentMessageCache:
             self._snapshots.put((principal, thread_id), snapshot)
 
         return SentMessages(messages, encoded, keep)
-
-
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
-
-class _LeastRecent(Generic[K, V]):
-    """A map that forgets its least recently used entries once their costs, as
-    ``cost`` counts each, pass ``max_bytes``."""
-
-    def __init__(self, max_bytes: int, cost: Callable[[K, V], int]) -> None:
-        self._max_bytes = max_bytes
-        self._cost = cost
-        self._entries: OrderedDict[K, V] = OrderedDict()
-        self._bytes = 0
-
-    def __bool__(self) -> bool:
-        return bool(self._entries)
-
-    def get(self, key: K) -> V | None:
-        """The entry of ``key``, now the most recently used; ``None`` without one."""
-        found = self._entries.get(key)
-        if found is not None:
-            self._entries.move_to_end(key)
-        return found
-
-    def put(self, key: K, value: V) -> None:
-        """Keep ``value`` as ``key``'s entry, forgetting the least recently used past
-        the bound."""
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self._bytes -= self._cost(key, old)
-        self._entries[key] = value
-        self._bytes += self._cost(key, value)
-        while self._bytes > self._max_bytes:
-            old_key, old = self._entries.popitem(last=False)
-            self._bytes -= self._cost(old_key, old)
 
 
 def _cost(key: Key, kept: Kept) -> int:

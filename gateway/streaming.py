@@ -58,10 +58,12 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from gateway.errors import NotAccepted, accepted
+from gateway.least_recent import LeastRecent
 from gateway.sent_messages import SentMessages
 from settings import Settings
 from workflows import known_messages, known_state, search_attributes, visibility
 from workflows.admission import check_run
+from workflows.budgets import KIB
 from workflows.models import (
     EventPage,
     EventsQuery,
@@ -122,6 +124,20 @@ class _Slots:
 
 _WATCHING = _Slots(WATCHES)
 
+POSITION_BYTES = 4 * KIB * KIB
+"""About how much memory the positions :class:`_Pace` keeps may hold: some ten thousand
+threads' (:func:`_position_cost`)."""
+
+
+def _position_cost(key: tuple[str, str], token: bytes) -> int:
+    """About the memory one kept position holds: its key, its token and the entry."""
+    return len(key[0]) + len(key[1]) + len(token) + 200
+
+
+_POSITIONS: LeastRecent[tuple[str, str], bytes] = LeastRecent(POSITION_BYTES, _position_cost)
+"""Where the history of each workflow (and run, for a pace pinned to one) was last left
+by a pace of this process: the continuation token of its last long poll."""
+
 
 class _Pace:
     """When a stream reads its thread's events next.
@@ -138,6 +154,12 @@ class _Pace:
     The first read after a quiet spell may find nothing: the history reports the tasks
     completed since the pace last looked, those before the last read included.
 
+    A long poll without a position reads the history from the run's start, and under
+    Worker Versioning a thread's run holds its whole conversation. So a pace goes on
+    from where this process's paces last left the history (``_POSITIONS``): a long
+    thread's history is read whole once per gateway process, not once for every stream
+    that goes quiet.
+
     Args:
         history: The thread's workflow; pinned to a run, the pace watches that run
             alone; unpinned, the run current when it first looks, then each one after.
@@ -146,10 +168,15 @@ class _Pace:
 
     def __init__(self, history: WorkflowHandle[Any, Any], poll_seconds: float) -> None:
         self._history = history
+        self._key = (history.id, history.run_id or "")
         self._poll_seconds = poll_seconds
         self._flowing = True
-        self._token: bytes | None = None
-        """Where the history's long poll goes on from; ``None``: from the run's start."""
+        self._token = _POSITIONS.get(self._key)
+        """Where the history's long poll goes on from: where the pace's own last one
+        left it, else where this process's paces last left it before the pace's last
+        read; ``None``: from the run's start."""
+        self._own = False
+        """Whether ``_token`` is where the pace's own last long poll left the history."""
         self._watching = True
 
     def read(self, flowing: bool) -> None:
@@ -164,6 +191,13 @@ class _Pace:
                 watched: the server refused it (the pace then polls from here on), or
                 ``WATCHES`` streams of this process watch already.
         """
+        await self._wait(fallback_seconds)
+        if not self._own:
+            # Taken before the read: a position another stream reached after it could
+            # be past a workflow task whose events that read missed.
+            self._token = _POSITIONS.get(self._key)
+
+    async def _wait(self, fallback_seconds: float) -> None:
         if self._flowing:
             await asyncio.sleep(self._poll_seconds)
             return
@@ -176,6 +210,7 @@ class _Pace:
             return
         except RPCError as err:
             log.warning("polling %s instead of watching its history: %s", self._history.id, err)
+            _POSITIONS.forget(self._key)
             self._watching = False
         finally:
             _WATCHING.give()
@@ -190,11 +225,14 @@ class _Pace:
         )
         await events.fetch_next_page()
         self._token = events.next_page_token
+        self._own = self._token is not None
         if self._token is None:
+            _POSITIONS.forget(self._key)
             if fresh:
                 # Closed before the pace first looked (terminated, say): nothing to wait for.
                 await asyncio.sleep(fallback_seconds)
             return True
+        _POSITIONS.put(self._key, self._token)
         return any(
             event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
             for event in events.current_page or ()

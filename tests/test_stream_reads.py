@@ -5,8 +5,9 @@ a query still unanswered when the run ends does not hold its stream back."""
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -43,6 +44,9 @@ class Reads(Interceptor):
     def __init__(self) -> None:
         self.queries: Counter[str] = Counter()
         self.fetches: Counter[str] = Counter()
+        self.fetched_from: defaultdict[str, list[bytes | None]] = defaultdict(list)
+        """Where each history fetch began: a continuation token, or ``None`` for the
+        start of the workflow run."""
         self.held: set[str] = set()
         self.held_runs: list[str | None] = []
         """The workflow run each held query was sent to."""
@@ -68,6 +72,7 @@ class _Counting(OutboundInterceptor):
         self, input: FetchWorkflowHistoryEventsInput
     ) -> WorkflowHistoryEventAsyncIterator:
         self._reads.fetches[input.id] += 1
+        self._reads.fetched_from[input.id].append(input.next_page_token)
         return self.next.fetch_workflow_history_events(input)
 
 
@@ -75,6 +80,14 @@ class _Counting(OutboundInterceptor):
 async def counted(client: Client) -> AsyncIterator[tuple[ChatServer, Stack, Reads]]:
     """A local chat-completions server, and a stack serving the agent ``llm`` on it
     whose reads of Temporal are counted."""
+    async with _counted(client) as counting:
+        yield counting
+
+
+@asynccontextmanager
+async def _counted(
+    client: Client, **settings_fields: Any
+) -> AsyncIterator[tuple[ChatServer, Stack, Reads]]:
     reads = Reads()
     config = client.config()
     config["interceptors"] = [*config["interceptors"], reads]
@@ -86,7 +99,7 @@ async def counted(client: Client) -> AsyncIterator[tuple[ChatServer, Stack, Read
                 name="llm", model="local-model", base_url=server.base_url, api_key="k"
             ),
         )
-        async with serve_stack(Client(**config), agents=[agent]) as stack:
+        async with serve_stack(Client(**config), agents=[agent], **settings_fields) as stack:
             try:
                 yield server, stack, reads
             finally:
@@ -131,6 +144,40 @@ async def test_a_run_waiting_on_its_model_costs_no_queries_meanwhile(
 
     assert _text(events) == "Hello world."
     assert_valid_stream(events, thread_id)
+
+
+async def test_a_quiet_stream_watches_the_history_from_where_the_last_one_left_it(
+    client: Client,
+) -> None:
+    # The thread's runs share one workflow run, as under Worker Versioning, whose
+    # history then holds every run before: only the first stream reads it from its start.
+    async with _counted(client, continue_as_new_after_runs=100) as (server, stack, reads):
+        thread_id = new_thread()
+        watched = workflow_id_for(thread_id)
+        replies = ["Hello world.", "Bye for now.", "See you soon."]
+        for number, reply in enumerate(replies, 1):
+            server.script(Reply(text=[reply[:4], reply[4:8], reply[8:]], hold_after=1))
+            fetches = reads.fetches[watched]
+            body = run_input(thread_id, f"r{number}", *[f"hi {n}" for n in range(1, number + 1)])
+            async with stack.http.stream("POST", "/agents/llm", json=body) as response:
+                messages = sse_messages(response)
+                events = [(await anext(messages))[1]]
+                while _text(events) != reply[:4]:
+                    events.append((await anext(messages))[1])
+
+                async def watching(fetches: int = fetches) -> bool:
+                    return server.holding and reads.fetches[watched] >= fetches + 2
+
+                await eventually(watching, what="the quiet stream to watch the history")
+                server.release()
+                events += [event async for _, event in messages]
+            assert _text(events) == reply
+            assert_valid_stream(events, thread_id)
+
+    starts = reads.fetched_from[watched]
+    assert starts[0] is None
+    assert len(starts) >= 2 * len(replies)
+    assert None not in starts[1:]
 
 
 async def test_a_run_that_ends_while_its_stream_queries_it_ends_the_stream(
