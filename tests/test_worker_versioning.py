@@ -23,6 +23,7 @@ import asyncio
 import uuid
 from typing import Any
 
+import pytest
 from temporalio.api.enums.v1 import RoutingConfigUpdateState, VersioningBehavior
 from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
 from temporalio.client import Client, WorkflowHandle
@@ -41,6 +42,8 @@ from tests.helpers import (
 from tests.test_deploys import approve, failed_workflow_tasks, support
 from tests.test_subagents import AGENTS, interrupts_of, resolve, results, resume
 from worker import build_worker, promote_first_build
+from workflows import thread
+from workflows.agents import EXAMPLES
 from workflows.errors import ErrorCode
 
 
@@ -295,3 +298,43 @@ async def test_turning_versioning_off_moves_pinned_threads_to_unversioned_worker
         finally:
             if not serving.done():
                 await old_worker.shutdown()
+
+
+async def test_a_pinned_thread_continues_as_new_at_rest_once_its_history_is_long(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker that takes the thread up without its cache replays at most this many
+    # events: a few runs' worth here.
+    monkeypatch.setattr(thread, "REPLAYED_EVENTS", 40)
+    settings, _ = builds()
+    async with (
+        serve_gateway(settings, client, EXAMPLES) as url,
+        gateway_client(url) as http,
+        build_worker(client, settings, EXAMPLES),
+    ):
+        await promote_first_build(client, settings)
+        thread_id = f"thread-{uuid.uuid4()}"
+        handle = thread_handle(client, thread_id)
+        runs: set[str] = set()
+        messages: list[dict[str, Any]] = []
+        for number in range(1, 9):
+            asked = {"id": f"u{number}", "role": "user", "content": f"hello {number}"}
+            body = run_input(thread_id, f"r{number}") | {"messages": [*messages, asked]}
+            done = await post_run(http, "demo", body)
+            assert done[-1]["outcome"] == {"type": "success"}
+            messages = (await http.get(f"/threads/{thread_id}")).json()["messages"]
+
+            async def pinned() -> bool:
+                return (await pinned_to(client, thread_id))[0] == "b1"
+
+            await eventually(pinned, what="the thread's live workflow run to be pinned")
+            runs.add((await pinned_to(client, thread_id))[1])
+
+    assert len(runs) >= 2
+    assert [m["content"] for m in messages if m["role"] == "user"] == [
+        f"hello {number}" for number in range(1, 9)
+    ]
+    for run_id in runs:
+        history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
+        # Past the bound by at most the run that crossed it.
+        assert len(history.events) < 40 + 20

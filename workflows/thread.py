@@ -99,6 +99,13 @@ IDENTITY_LOOKUP_RETRIES = RetryPolicy(initial_interval=timedelta(seconds=1), max
 RUNS_CARRIED = 10
 """Runs (with their events) a thread carries into a new workflow run, so clients can
 still re-read or reconnect to its recent runs after a continue-as-new."""
+REPLAYED_EVENTS = 1000
+"""Under Worker Versioning, the history events a thread's workflow run may reach before
+it continues as new at its next rest. A worker that takes up a thread it has not cached
+(after a restart, or with more threads in flight than its cache holds) replays the
+whole workflow run, every run's agent code again; bounded, waking a long thread costs
+what waking a short one does. Each continue-as-new writes the carried state twice, so
+the bound is a trade between the two (``docs/bench.md``, "Replaying a long thread")."""
 TRIM_AT_RUNS = 2 * RUNS_CARRIED
 """Runs a workflow run keeps before it drops all but the last ``RUNS_CARRIED``, as a
 continue-as-new would: a thread pinned to its build serves hundreds in one workflow run.
@@ -117,8 +124,9 @@ class ThreadWorkflow:
     history then replays no agent code, whatever a deploy changed. Under Worker Versioning
     its workflow run is pinned to its build, which replays it whatever a deploy changed, so
     it continues as new only to move to the deployment's new current build, at its first
-    rest after the build changed or after an ``upgrade`` signal. Either way it also does
-    when Temporal suggests it.
+    rest after the build changed or after an ``upgrade`` signal, and at its first rest
+    past ``REPLAYED_EVENTS`` history events. Either way it also does when Temporal
+    suggests it.
 
     Update:
         run_agent(RunRequest) -> RunReply: executes one run to its terminal event and
@@ -237,7 +245,10 @@ class ThreadWorkflow:
         if self._upgrade or info.is_continue_as_new_suggested():
             return True
         if versioning.versioned():
-            return info.is_target_worker_deployment_version_changed()
+            return (
+                info.is_target_worker_deployment_version_changed()
+                or info.get_current_history_length() >= REPLAYED_EVENTS
+            )
         return self._runs_here >= self._continue_after
 
     def _between_runs(self) -> bool:
