@@ -36,8 +36,8 @@ from workflows.agents import EXAMPLES
 from workflows.thread_ids import workflow_id_for
 
 WINDOW = 40
-"""Turns per window of the history bytes: wide enough to hold a continue-as-new at most
-bounds (one every 45 or so of these turns)."""
+"""Turns per window of the history bytes: about as many as lie between two of the
+conversation's continues-as-new (``docs/bench.md``), so a window holds one or none."""
 
 
 async def replays(client: Client, workflow_id: str, settings: Settings) -> list[tuple[int, float]]:

@@ -103,9 +103,9 @@ REPLAYED_EVENTS = 1000
 """Under Worker Versioning, the history events a thread's workflow run may reach before
 it continues as new at its next rest. A worker that takes up a thread it has not cached
 (after a restart, or with more threads in flight than its cache holds) replays the
-whole workflow run, every run's agent code again; bounded, waking a long thread costs
-what waking a short one does. Each continue-as-new writes the carried state twice, so
-the bound is a trade between the two (``docs/bench.md``, "Replaying a long thread")."""
+whole workflow run, every run's agent code again: bounded, however long the thread.
+Each continue-as-new writes the carried state twice, so the bound is a trade between
+the two (``docs/bench.md``, "Replaying a long thread")."""
 TRIM_AT_RUNS = 2 * RUNS_CARRIED
 """Runs a workflow run keeps before it drops all but the last ``RUNS_CARRIED``, as a
 continue-as-new would: a thread pinned to its build serves hundreds in one workflow run.
