@@ -82,6 +82,11 @@ WORKER_CODE = (
 )
 """What the worker imports of this tree: a build is a version of these."""
 MOVE_POLL_SECONDS = 1.0
+MOVES_AT_ONCE = 16
+"""The most workflows of an earlier build that are signalled to move and have not moved
+yet: each move replays its thread on the earlier build and starts its next run on this
+one, so signalling a thousand at once would queue a thousand workflow tasks ahead of the
+runs clients start meanwhile."""
 
 
 @dataclass
@@ -394,17 +399,25 @@ async def retire(
         log(f"moving the workflows of build {kept.name} (an earlier start's code) to {build}")
         signaled: set[str] = set()
         while (await client.count_workflows(pinned)).count:
-            async for execution in client.list_workflows(pinned):
-                if execution.run_id not in signaled:
-                    signaled.add(execution.run_id)
-                    handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
-                    with contextlib.suppress(RPCError):  # It ended meanwhile.
-                        await handle.signal(UPGRADE_SIGNAL)
+            left = {e.run_id: e.id async for e in client.list_workflows(pinned) if e.run_id}
+            for run_id in to_signal(left, signaled):
+                signaled.add(run_id)
+                handle = client.get_workflow_handle(left[run_id], run_id=run_id)
+                with contextlib.suppress(RPCError):  # It ended meanwhile.
+                    await handle.signal(UPGRADE_SIGNAL)
             await asyncio.sleep(MOVE_POLL_SECONDS)
         await worker.stop()
         services.remove(worker)
         log(f"build {kept.name}: every workflow moved to {build}")
     shutil.rmtree(kept)
+
+
+def to_signal(left: dict[str, str], signaled: set[str]) -> list[str]:
+    """Of the workflow runs still pinned to an earlier build (``left``, run id to workflow
+    id), those to signal now: not signalled yet, while fewer than ``MOVES_AT_ONCE`` of
+    those signalled are still pinned."""
+    room = MOVES_AT_ONCE - len(signaled & left.keys())
+    return [run_id for run_id in left if run_id not in signaled][: max(room, 0)]
 
 
 async def search_attributes_ready(env: dict[str, str]) -> None:
