@@ -407,3 +407,26 @@ async def test_a_start_with_changed_code_moves_the_threads_of_the_earlier_build(
             await eventually(one_worker, what="the earlier build's worker to stop")
             events = await post_run(http, "demo", approve(thread_id, interrupts[0]))
             assert events[-1]["outcome"] == {"type": "success"}
+
+
+def test_an_earlier_builds_workflows_are_signalled_a_few_at_a_time(
+    launcher: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """So the runs clients start meanwhile do not queue behind every move at once."""
+    monkeypatch.setattr(launcher, "MOVES_AT_ONCE", 3)
+    left = {f"run-{n}": f"thread-{n}" for n in range(8)}
+    signaled: set[str] = set()
+
+    first = launcher.to_signal(left, signaled)
+    assert first == ["run-0", "run-1", "run-2"]
+    signaled.update(first)
+    assert launcher.to_signal(left, signaled) == []
+
+    # Two have moved (no longer pinned); one signalled is still on its way.
+    del left["run-0"], left["run-1"]
+    second = launcher.to_signal(left, signaled)
+    assert second == ["run-3", "run-4"]
+    signaled.update(second)
+    # All three on their way have moved: the last three go.
+    del left["run-2"], left["run-3"], left["run-4"]
+    assert launcher.to_signal(left, signaled) == ["run-5", "run-6", "run-7"]
