@@ -40,7 +40,7 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributeKey, VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
-from temporalio.worker import Replayer, Worker, WorkerDeploymentConfig
+from temporalio.worker import Replayer, Worker, WorkerDeploymentConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 import logs
@@ -321,17 +321,21 @@ REPLAY_BUILD_ID = "agui-replay"
 """The build id of :func:`build_replayer`'s replayer, which names its task queue."""
 
 
-def build_replayer(agents: Iterable[AgentDefinition]) -> Replayer:
+def build_replayer(
+    agents: Iterable[AgentDefinition], runner: WorkflowRunner | None = None
+) -> Replayer:
     """A replayer of recorded threads whose agents are among ``agents``, which checks that
     the current code replays them (``tests/test_replay.py``).
 
-    It runs the thread workflow in the default sandbox, whose restrictions reject a
-    non-deterministic call, on task queue ``replay-<build id>`` (as ``Replayer`` names
-    it), where it serves ``agents``.
+    It runs the thread workflow in ``runner``, by default the default sandbox, whose
+    restrictions reject a non-deterministic call (``bench/replay.py`` passes the worker's
+    own, :data:`WORKFLOW_RUNNER`, to time what a worker replays), on task queue
+    ``replay-<build id>`` (as ``Replayer`` names it), where it serves ``agents``.
     """
     served.serve(f"replay-{REPLAY_BUILD_ID}", agents)
     return Replayer(
         workflows=WORKFLOWS,
+        workflow_runner=runner or SandboxedWorkflowRunner(),
         data_converter=Settings().data_converter(),
         build_id=REPLAY_BUILD_ID,
     )

@@ -23,15 +23,12 @@ import time
 import httpx
 import uvloop
 from temporalio.client import Client
-from temporalio.worker import Replayer
 
 import worker as engine
 from bench.conversation import Conversation
 from bench.growth import turn
 from bench.history import served_runs
 from bench.stack import running_stack
-from settings import Settings
-from workflows import served
 from workflows.agents import EXAMPLES
 from workflows.thread_ids import workflow_id_for
 
@@ -40,20 +37,14 @@ WINDOW = 40
 conversation's continues-as-new (``docs/bench.md``), so a window holds one or none."""
 
 
-async def replays(client: Client, workflow_id: str, settings: Settings) -> list[tuple[int, float]]:
+async def replays(client: Client, workflow_id: str) -> list[tuple[int, float]]:
     """Each workflow run of ``workflow_id``'s chain, first to last: its events, and the
-    CPU seconds replaying it took.
+    CPU seconds replaying it in the worker's sandbox took.
 
     Raises:
         RuntimeError: A workflow run did not replay.
     """
-    served.serve(f"replay-{engine.REPLAY_BUILD_ID}", EXAMPLES)
-    replayer = Replayer(
-        workflows=engine.WORKFLOWS,
-        workflow_runner=engine.WORKFLOW_RUNNER,
-        data_converter=settings.data_converter(),
-        build_id=engine.REPLAY_BUILD_ID,
-    )
+    replayer = engine.build_replayer(EXAMPLES, engine.WORKFLOW_RUNNER)
     described = await client.get_workflow_handle(workflow_id).describe()
     run_id = described.raw_description.workflow_execution_info.first_run_id
     runs: list[tuple[int, float]] = []
@@ -82,7 +73,7 @@ async def main() -> None:
             for _ in range(args.turns):
                 await turn(http, conversation, lambda: {})
         workflow_id = workflow_id_for(conversation.thread_id)
-        runs = await replays(stack.client, workflow_id, stack.settings)
+        runs = await replays(stack.client, workflow_id)
         per_run = (await served_runs(stack.client, workflow_id)).per_run
     pairs = zip(per_run[::2], per_run[1::2], strict=True)
     per_turn = [pause.bytes + resume.bytes for pause, resume in pairs]

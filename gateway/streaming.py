@@ -172,11 +172,9 @@ class _Pace:
         self._poll_seconds = poll_seconds
         self._flowing = True
         self._token = _POSITIONS.get(self._key)
-        """Where the history's long poll goes on from: where the pace's own last one
-        left it, else where this process's paces last left it before the pace's last
-        read; ``None``: from the run's start."""
-        self._own = False
-        """Whether ``_token`` is where the pace's own last long poll left the history."""
+        """Where the history's long poll goes on from: where this process's paces (this
+        one's own last long poll among them) last left it before the pace's last read;
+        ``None``: from the run's start."""
         self._watching = True
 
     def read(self, flowing: bool) -> None:
@@ -192,10 +190,9 @@ class _Pace:
                 ``WATCHES`` streams of this process watch already.
         """
         await self._wait(fallback_seconds)
-        if not self._own:
-            # Taken before the read: a position another stream reached after it could
-            # be past a workflow task whose events that read missed.
-            self._token = _POSITIONS.get(self._key)
+        # Taken before the read: a position another stream reached after it could be
+        # past a workflow task whose events that read missed.
+        self._token = _POSITIONS.get(self._key)
 
     async def _wait(self, fallback_seconds: float) -> None:
         if self._flowing:
@@ -225,7 +222,6 @@ class _Pace:
         )
         await events.fetch_next_page()
         self._token = events.next_page_token
-        self._own = self._token is not None
         if self._token is None:
             _POSITIONS.forget(self._key)
             if fresh:

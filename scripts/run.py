@@ -399,7 +399,7 @@ async def retire(
         log(f"moving the workflows of build {kept.name} (an earlier start's code) to {build}")
         signaled: set[str] = set()
         while (await client.count_workflows(pinned)).count:
-            left = {e.run_id: e.id async for e in client.list_workflows(pinned) if e.run_id}
+            left = {e.run_id: e.id async for e in client.list_workflows(pinned)}
             for run_id in to_signal(left, signaled):
                 signaled.add(run_id)
                 handle = client.get_workflow_handle(left[run_id], run_id=run_id)
