@@ -1,4 +1,5 @@
-"""Encryption of what the engine stores in Temporal: a payload codec (AES-256-GCM).
+"""What the engine does to what it stores in Temporal: a payload codec that compresses
+large payloads (zlib) and encrypts every one (AES-256-GCM).
 
 Everything a thread holds passes through Temporal as payloads: workflow and activity
 arguments and results, updates, queries' answers, the memo and the plain-words details
@@ -13,6 +14,14 @@ Keys rotate without a migration: each encrypted payload names the id of the key 
 encrypted it, the first key configured encrypts, and every key configured decrypts.
 A payload the codec did not encrypt (written before encryption was enabled) is read
 as it is.
+
+With ``AGUI_COMPRESS_PAYLOADS_FROM`` set, a payload of at least that many bytes is
+compressed before it is encrypted. Much of what a long thread stores is its
+conversation, once in each model call's input and twice at each continue-as-new (the
+``ContinuedAsNew`` event and the next run's start), and text compresses several times
+over. Every process reads compressed payloads, set or not: compression is turned on
+only once every process of a deployment runs code that reads them (``docs/operations.md``,
+"Compressing large payloads").
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import binascii
 import dataclasses
 import os
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -42,15 +52,33 @@ KEY_ID = "encryption-key-id"
 KEY_BYTES = 32
 NONCE_BYTES = 12
 KEY_ID_RULE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+COMPRESSED = b"binary/zlib"
+"""The ``encoding`` metadata of a compressed payload."""
+COMPRESSION_LEVEL = 1
+"""zlib's fastest level: most of what its slower levels would save, for half the CPU
+(``docs/bench.md``, "Compressing large payloads")."""
+MAX_INFLATED_BYTES = 64 * 1024 * 1024
+"""The most a compressed payload may inflate to, far past what the engine's budgets let
+any payload hold: a payload that claims more is refused before it fills memory."""
 
 
 class PayloadKeysError(ValueError):
     """``AGUI_PAYLOAD_KEYS`` is malformed. The message never includes key material."""
 
 
-class UndecryptablePayload(ValueError):
+class UnreadablePayload(ValueError):
+    """A payload the codec wrote that it cannot read back. The message never quotes the
+    data."""
+
+
+class UndecryptablePayload(UnreadablePayload):
     """An encrypted payload no configured key decrypts: its key is not configured, or the
     payload was altered. The message names the key id, never the data."""
+
+
+class DamagedPayload(UnreadablePayload):
+    """A compressed payload that does not inflate, or would inflate past
+    :data:`MAX_INFLATED_BYTES`."""
 
 
 @dataclass(frozen=True)
@@ -130,16 +158,74 @@ class EncryptionCodec(PayloadCodec):
         return Payload.FromString(plain)
 
 
-def data_converter(keys: PayloadKeys | None) -> DataConverter:
-    """The engine's one data converter: pydantic's, encrypting with ``keys`` when given.
+def compress(payload: Payload, from_bytes: int) -> Payload:
+    """``payload`` compressed whole, its metadata included, if it is at least
+    ``from_bytes`` long and compressing makes it shorter; else as it is."""
+    whole = payload.SerializeToString()
+    if len(whole) < from_bytes:
+        return payload
+    packed = zlib.compress(whole, COMPRESSION_LEVEL)
+    if len(packed) >= len(whole):
+        return payload
+    return Payload(metadata={"encoding": COMPRESSED}, data=packed)
+
+
+def inflate(payload: Payload) -> Payload:
+    """``payload`` inflated; as it is when it is not compressed."""
+    if payload.metadata.get("encoding") != COMPRESSED:
+        return payload
+    inflater = zlib.decompressobj()
+    try:
+        whole = inflater.decompress(payload.data, MAX_INFLATED_BYTES)
+    except zlib.error:
+        raise DamagedPayload("compressed payload does not inflate") from None
+    if not inflater.eof or inflater.unused_data:
+        raise DamagedPayload(
+            f"compressed payload is cut short, runs on, or inflates past {MAX_INFLATED_BYTES} bytes"
+        )
+    return Payload.FromString(whole)
+
+
+class StorageCodec(PayloadCodec):
+    """The engine's codec: a payload on its way to Temporal is compressed when it is at
+    least ``compress_from`` bytes long, then encrypted when there are ``keys``; on its
+    way back, decrypted and inflated, whichever of the two it went through."""
+
+    def __init__(self, keys: PayloadKeys | None, compress_from: int | None) -> None:
+        self._encryption = EncryptionCodec(keys) if keys is not None else None
+        self._compress_from = compress_from
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self._stored(payload) for payload in payloads]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self._read(payload) for payload in payloads]
+
+    def _stored(self, payload: Payload) -> Payload:
+        if self._compress_from is not None:
+            payload = compress(payload, self._compress_from)
+        if self._encryption is not None:
+            payload = self._encryption.encrypt(payload)
+        return payload
+
+    def _read(self, payload: Payload) -> Payload:
+        if self._encryption is not None:
+            payload = self._encryption.decrypt(payload)
+        return inflate(payload)
+
+
+def data_converter(keys: PayloadKeys | None, compress_from: int | None = None) -> DataConverter:
+    """The engine's one data converter: pydantic's, with :class:`StorageCodec`.
 
     With keys, failures' messages and stack traces are encoded too (Temporal otherwise
     keeps them plaintext), since an error may quote what a thread holds.
     """
-    if keys is None:
-        return pydantic_data_converter
     return dataclasses.replace(
         pydantic_data_converter,
-        payload_codec=EncryptionCodec(keys),
-        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+        payload_codec=StorageCodec(keys, compress_from),
+        failure_converter_class=(
+            DefaultFailureConverterWithEncodedAttributes
+            if keys is not None
+            else pydantic_data_converter.failure_converter_class
+        ),
     )

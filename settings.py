@@ -86,6 +86,10 @@ MAX_STREAMS_PER_PRINCIPAL = 32
 """The default cap on one principal's open event streams on one gateway replica: room
 for a busy client (``make bench`` runs 16 at once, the crash tests 20) with headroom,
 since a finished stream gives its slot back a moment after its client has read it."""
+RUN_COMPRESS_FROM = 16 * 1024
+"""``AGUI_COMPRESS_PAYLOADS_FROM`` as ``make run`` (once no earlier build runs) and the
+bench's stacks set it: what a turn adds stays as it is, what a long thread carries
+across a continue-as-new, or a model call's conversation, is compressed."""
 CONTINUE_AS_NEW_AFTER_RUNS = 1
 """The default: a thread continues as new after every run, so between runs (waiting on
 interrupts for days, or idle) its workflow history holds only data, the carried
@@ -231,6 +235,12 @@ class Settings(BaseSettings):
     as ``<id>:<base64 of 32 random bytes>`` pairs, comma-separated; the first encrypts,
     all decrypt. Every process of a deployment needs the same keys. Unset, nothing is
     encrypted."""
+    compress_payloads_from: int | None = Field(default=None, ge=1)
+    """Every process: payloads of at least this many bytes are stored compressed
+    (``codec.py``). Every process reads compressed payloads whether it is set or not;
+    set it only once no process of the deployment runs code older than that
+    (``docs/operations.md``, "Compressing large payloads"). Unset, nothing is
+    compressed."""
     codec_group: str | None = None
     """Gateway: members of this group may use the codec server (``/codec``), which
     decrypts any thread's payloads, besides ``auth_admin_group``'s; unset, admins only."""
@@ -252,10 +262,12 @@ class Settings(BaseSettings):
         return value
 
     def data_converter(self) -> DataConverter:
-        """The engine's data converter, encrypting with ``payload_keys`` when set."""
+        """The engine's data converter, encrypting with ``payload_keys`` and compressing
+        from ``compress_payloads_from`` bytes when set."""
         keys = self.payload_keys
         return codec.data_converter(
-            codec.PayloadKeys.parse(keys.get_secret_value()) if keys else None
+            codec.PayloadKeys.parse(keys.get_secret_value()) if keys else None,
+            self.compress_payloads_from,
         )
 
     @model_validator(mode="after")

@@ -6,8 +6,8 @@ and ``python -m gateway``, serving the example agents. Unlike ``bench/stack.py``
 runs worker and gateway in the bench's own process, this lets a bench read each
 process's memory and CPU. Nothing of the environment's Temporal or engine settings leaks
 in: the processes get a fresh database in a directory of the caller's, free ports, a
-fresh task queue and a fresh token secret, and payload encryption and Worker Versioning
-only as the caller asks.
+fresh task queue and a fresh token secret, large payloads compressed as ``make run``
+compresses them, and payload encryption and Worker Versioning only as the caller asks.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pydantic import SecretStr
 from temporalio.client import Client
 
 from bench.stack import TEMPORAL_CLI
-from settings import Settings, embedded_server_flags
+from settings import RUN_COMPRESS_FROM, Settings, embedded_server_flags
 from worker import ensure_search_attributes, promote_first_build
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,6 +103,7 @@ async def deployed(
         auth_hs256_secret=SecretStr(secrets.token_urlsafe(32)),
         max_streams_per_principal=2 * clients,
         payload_keys=payload_keys,
+        compress_payloads_from=RUN_COMPRESS_FROM,
         worker_deployment=f"bench-{uuid.uuid4()}" if versioned else None,
         worker_build_id="bench" if versioned else None,
     )
@@ -119,6 +120,7 @@ async def deployed(
         "AGUI_MAX_STREAMS_PER_PRINCIPAL": str(settings.max_streams_per_principal),
         "AGUI_GATEWAY_HOST": "127.0.0.1",
         "AGUI_GATEWAY_PORT": str(gateway_port),
+        "AGUI_COMPRESS_PAYLOADS_FROM": str(RUN_COMPRESS_FROM),
     }
     if payload_keys is not None:
         env["AGUI_PAYLOAD_KEYS"] = payload_keys.get_secret_value()

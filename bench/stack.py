@@ -29,7 +29,7 @@ from bench.reads import ReadCount, counted
 from bench.workflows import BENCH_ACTIVITIES, BENCH_WORKFLOWS
 from gateway.app import create_app
 from gateway.tokens import mint
-from settings import Settings, embedded_server_flags
+from settings import RUN_COMPRESS_FROM, Settings, embedded_server_flags
 from worker import build_worker, promote_first_build
 from workflows import search_attributes
 from workflows.sdk import AgentDefinition
@@ -72,13 +72,15 @@ async def running_stack(
     agents: Sequence[AgentDefinition], payload_keys: SecretStr | None, versioned: bool = False
 ) -> AsyncIterator[Stack]:
     """Start everything, the engine serving ``agents``, on fresh task queues; stop it all,
-    server last, on exit. With ``payload_keys``, every client encrypts (``codec.py``);
-    ``versioned``, the engine's worker is the first build of a Worker Deployment
-    (``AGUI_WORKER_DEPLOYMENT``)."""
+    server last, on exit. Every client compresses large payloads as ``make run`` does
+    and, with ``payload_keys``, encrypts (``codec.py``); ``versioned``, the engine's
+    worker is the first build of a Worker Deployment (``AGUI_WORKER_DEPLOYMENT``)."""
     with _stdout_to_stderr():
         env = await WorkflowEnvironment.start_local(
             dev_server_existing_path=str(TEMPORAL_CLI),
-            data_converter=Settings(payload_keys=payload_keys).data_converter(),
+            data_converter=Settings(
+                payload_keys=payload_keys, compress_payloads_from=RUN_COMPRESS_FROM
+            ).data_converter(),
             search_attributes=search_attributes.ALL,
             dev_server_log_level="error",
             dev_server_extra_args=embedded_server_flags(on_file=False),
@@ -90,6 +92,7 @@ async def running_stack(
             auth_hs256_secret=SecretStr(secret),
             max_streams_per_principal=STREAMS_PER_PRINCIPAL,
             payload_keys=payload_keys,
+            compress_payloads_from=RUN_COMPRESS_FROM,
             worker_deployment=f"bench-{uuid.uuid4()}" if versioned else None,
             worker_build_id="bench" if versioned else None,
         )

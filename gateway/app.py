@@ -117,7 +117,7 @@ def create_app(
     app.state.sent_messages = SentMessageCache()
     app.state.agents = by_name(agents)
     app.state.streams = StreamSlots(settings.max_streams_per_principal)
-    # The codec server's: the one data converter's codec (None without payload keys).
+    # The codec server's: the one data converter's codec.
     app.state.payload_codec = settings.data_converter().payload_codec
     codec.redact_access_log()
     # The last added runs first: count every request, then check its Host, answer CORS,

@@ -10,7 +10,7 @@ thread's plaintext, so only admins (``AGUI_AUTH_ADMIN_GROUP``) and members of
 ``AGUI_CODEC_GROUP`` may call it, with a bearer token or the inbox page's session cookie
 (no CSRF token: these POSTs change nothing, and a page of another origin cannot read
 their answer unless ``AGUI_CODEC_ORIGINS`` lists it). Without keys configured, payloads
-pass through unchanged.
+are only inflated where they were compressed.
 
 ``POST /codec/token/<JWT>/decode`` (and ``/encode``) is the same, authenticated by the
 token in its path, verified exactly as a bearer token: for a client that cannot send a
@@ -91,16 +91,17 @@ async def _serve(
             "The codec server is for the admin group's and the codec group's members only.",
         )
     payloads = _payloads(await json_body(request))
-    payload_codec: PayloadCodec | None = request.app.state.payload_codec
-    if payload_codec is not None:
-        try:
-            if operation == "decode":
-                payloads = await payload_codec.decode(payloads)
-            else:
-                payloads = await payload_codec.encode(payloads)
-        except codec.UndecryptablePayload as error:
-            # Its message names the key id, never the data.
-            raise ApiError(422, GatewayErrorCode.UNDECRYPTABLE_PAYLOAD, f"A {error}.") from None
+    payload_codec: PayloadCodec = request.app.state.payload_codec
+    try:
+        if operation == "decode":
+            payloads = await payload_codec.decode(payloads)
+        else:
+            payloads = await payload_codec.encode(payloads)
+    except codec.UndecryptablePayload as error:
+        # Its message names the key id, never the data.
+        raise ApiError(422, GatewayErrorCode.UNDECRYPTABLE_PAYLOAD, f"A {error}.") from None
+    except codec.DamagedPayload as error:
+        raise ApiError(422, GatewayErrorCode.DAMAGED_PAYLOAD, f"A {error}.") from None
     # Built by hand: protobuf's JSON leaves out an empty list, the protocol has it.
     return JSONResponse({"payloads": [json_format.MessageToDict(p) for p in payloads]})
 

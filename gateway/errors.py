@@ -96,6 +96,9 @@ class GatewayErrorCode(StrEnum):
     UNDECRYPTABLE_PAYLOAD = "UNDECRYPTABLE_PAYLOAD"
     """A payload to decode was encrypted with a key the gateway does not have, or was
     altered; the message names the key id (422)."""
+    DAMAGED_PAYLOAD = "DAMAGED_PAYLOAD"
+    """A compressed payload to decode does not inflate, or inflates past what any payload
+    may hold (422)."""
     INTERNAL = "INTERNAL"
     """Anything the gateway did not expect (500, or a ``RUN_ERROR``): the message carries
     an error id, and the gateway's log the error under it."""

@@ -50,7 +50,7 @@ from gateway.tokens import (
     dev_session_secret,
     mint,
 )
-from settings import Settings, embedded_server_flags
+from settings import RUN_COMPRESS_FROM, Settings, embedded_server_flags
 from worker import ensure_search_attributes, promote_build
 from workflows.versioning import UPGRADE_SIGNAL
 
@@ -260,6 +260,23 @@ def encryption(settings: Settings, env: dict[str, str]) -> str:
     return f"  Encryption      payloads encrypted with the development key ({DEV_PAYLOAD_KEYS})"
 
 
+def compression(
+    settings: Settings, env: dict[str, str], version: WorkerDeploymentVersion | None
+) -> None:
+    """Compress large payloads (``codec.py``) unless told otherwise, once no earlier
+    build runs beside this one: an earlier start's code may not read them, and a move
+    runs its worker (:func:`move_to`). The start after the move compresses."""
+    if settings.compress_payloads_from is not None or version is None:
+        return
+    if all(kept.name == version.build_id for kept in builds()):
+        env["AGUI_COMPRESS_PAYLOADS_FROM"] = str(RUN_COMPRESS_FROM)
+
+
+def builds() -> list[Path]:
+    """The builds kept in :data:`BUILDS`, oldest name first."""
+    return [kept for kept in sorted(BUILDS.iterdir()) if not kept.name.startswith(".")]
+
+
 def web_ui_codec(settings: Settings, env: dict[str, str]) -> tuple[str, str]:
     """The codec endpoint of the embedded Web UI, and what its line says.
 
@@ -366,8 +383,8 @@ async def move_to(
         )
         deployment, build = version.deployment_name, version.build_id
         await promote_build(client, deployment, build, over_current=True, timeout=60)
-        for kept in sorted(BUILDS.iterdir()):
-            if kept.name != build and not kept.name.startswith("."):
+        for kept in builds():
+            if kept.name != build:
                 await retire(client, kept, version, env, services)
     except (RPCError, RuntimeError) as error:  # RuntimeError: Temporal unreachable
         log(f"could not deploy build {version.build_id} over the earlier ones: {error}")
@@ -468,6 +485,7 @@ async def main(settings: Settings, embedded: bool) -> None:
         services.append(Service("temporal", temporal_argv(settings, codec_endpoint), env))
     gateway_port = settings.gateway_port
     version = versioning(settings, env)
+    compression(settings, env, version)
     worker_code = BUILDS / version.build_id if version else ROOT
     services += [
         Service("worker", [sys.executable, "worker.py"], env, worker_code),

@@ -24,10 +24,11 @@ import pytest
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.client import Client
+from temporalio.common import WorkerDeploymentVersion
 
 import codec
 from gateway import tokens
-from settings import Settings
+from settings import RUN_COMPRESS_FROM, Settings
 from tests.helpers import (
     TEST_SECRET,
     eventually,
@@ -430,3 +431,27 @@ def test_an_earlier_builds_workflows_are_signalled_a_few_at_a_time(
     # All three on their way have moved: the last three go.
     del left["run-2"], left["run-3"], left["run-4"]
     assert launcher.to_signal(left, signaled) == ["run-5", "run-6", "run-7"]
+
+
+def test_large_payloads_are_compressed_once_no_earlier_build_runs(
+    launcher: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An earlier start's code may not read them, and a move runs it beside this one."""
+    monkeypatch.delenv("AGUI_COMPRESS_PAYLOADS_FROM", raising=False)
+    monkeypatch.setattr(launcher, "BUILDS", tmp_path)
+    version = WorkerDeploymentVersion("agui-threads", "current")
+    (tmp_path / "current").mkdir()
+    (tmp_path / ".copying").mkdir()
+
+    def compressing(settings: Settings) -> str | None:
+        env: dict[str, str] = {}
+        launcher.compression(settings, env, version)
+        return env.get("AGUI_COMPRESS_PAYLOADS_FROM")
+
+    assert compressing(Settings()) == str(RUN_COMPRESS_FROM)
+    assert compressing(Settings(compress_payloads_from=1000)) is None, "the operator's own"
+    (tmp_path / "earlier").mkdir()
+    assert compressing(Settings()) is None
+    env: dict[str, str] = {}
+    launcher.compression(Settings(), env, None)
+    assert env == {}, "an operator's deployment: its builds are the operator's"

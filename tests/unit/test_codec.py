@@ -1,10 +1,11 @@
 """The payload codec (``codec.py``): how keys are configured, what an encrypted payload
-looks like, that keys rotate, and that neither an error nor the settings ever show a key
-or a payload's data."""
+looks like, that keys rotate, that neither an error nor the settings ever show a key or
+a payload's data, and which payloads are compressed."""
 
 from __future__ import annotations
 
 import base64
+import zlib
 
 import pytest
 from pydantic import BaseModel, ValidationError
@@ -75,10 +76,13 @@ def test_settings_never_show_the_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         assert K1 not in shown and K2 not in shown
 
 
-def test_without_keys_nothing_is_encrypted(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_without_keys_nothing_is_encrypted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGUI_PAYLOAD_KEYS", "")
     assert Settings().payload_keys is None
-    assert Settings().data_converter() is pydantic_data_converter
+    converter = Settings().data_converter()
+    assert converter.failure_converter_class is pydantic_data_converter.failure_converter_class
+    (payload,) = await converter.encode([Note(text=SECRET.decode())])
+    assert payload.metadata["encoding"] == b"json/plain" and SECRET in payload.data
 
 
 async def test_a_payload_round_trips_encrypted_whole() -> None:
@@ -152,3 +156,67 @@ async def test_the_engines_converter_encrypts_values_and_failure_messages() -> N
     assert failure.application_failure_info.type == "CODE"
     decoded = await converter.decode_failure(failure)
     assert isinstance(decoded, ApplicationError) and decoded.message == SECRET.decode()
+
+
+LONG = SECRET * 400
+"""Some 20 KB that compress well, as a conversation does."""
+
+
+def storage(compress_from: int | None, keys: str | None = None) -> codec.StorageCodec:
+    return codec.StorageCodec(codec.PayloadKeys.parse(keys) if keys else None, compress_from)
+
+
+async def test_a_payload_from_the_threshold_on_is_stored_compressed_whole() -> None:
+    below, at = plain(LONG[:3999]), plain(LONG[:4000])
+    threshold = at.ByteSize()
+    assert below.ByteSize() == threshold - 1
+    (kept, packed) = await storage(threshold).encode([below, at])
+    assert kept == below
+    assert dict(packed.metadata) == {"encoding": codec.COMPRESSED}
+    assert len(packed.data) < threshold / 10 and b"json/plain" not in packed.data
+    assert await storage(threshold).decode([kept, packed]) == [below, at]
+
+
+async def test_a_payload_compression_would_not_shorten_is_stored_as_it_is() -> None:
+    noise = plain(base64.b64decode(K1 * 2000))
+    (stored,) = await storage(1).encode([noise])
+    assert stored == noise
+
+
+async def test_every_codec_reads_compressed_payloads_whether_it_compresses_or_not() -> None:
+    (packed,) = await storage(1).encode([plain(LONG)])
+    assert packed.metadata["encoding"] == codec.COMPRESSED
+    assert await storage(None).decode([packed]) == [plain(LONG)]
+    (written,) = await storage(None).encode([plain(LONG)])
+    assert written == plain(LONG)
+
+
+async def test_a_compressed_payload_is_encrypted_and_read_back_through_both() -> None:
+    keys = f"k1:{K1}"
+    (sealed,) = await storage(1, keys).encode([plain(LONG)])
+    assert sealed.metadata["encoding"] == b"binary/encrypted"
+    assert len(sealed.data) < len(LONG) / 10
+    (opened,) = await codec_for(keys).decode([sealed])
+    assert opened.metadata["encoding"] == codec.COMPRESSED
+    assert await storage(None, keys).decode([sealed]) == [plain(LONG)]
+
+
+@pytest.mark.parametrize("damage", ["not zlib", "cut short", "runs on", "a bomb"])
+async def test_a_damaged_compressed_payload_is_refused_without_quoting_it(damage: str) -> None:
+    whole = plain(LONG).SerializeToString()
+    data = {
+        "not zlib": whole,
+        "cut short": zlib.compress(whole)[:-10],
+        "runs on": zlib.compress(whole) + b"more",
+        "a bomb": zlib.compress(bytes(codec.MAX_INFLATED_BYTES + 1), 9),
+    }[damage]
+    with pytest.raises(codec.DamagedPayload) as raised:
+        await storage(None).decode([Payload(metadata={"encoding": codec.COMPRESSED}, data=data)])
+    assert SECRET.decode() not in str(raised.value)
+
+
+def test_the_threshold_is_a_positive_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGUI_COMPRESS_PAYLOADS_FROM", "16384")
+    assert Settings().compress_payloads_from == 16384
+    with pytest.raises(ValidationError):
+        Settings(compress_payloads_from=0)
