@@ -33,6 +33,12 @@ WINDOW = 20
 """Turns sampled around each mark: a process's CPU is read in clock ticks (10 ms), about
 what it spends on a turn, and a turn's latency varies with the machine."""
 
+AMORTIZED_TURNS = 40
+"""The turns over which the longest conversation's history bytes are averaged with its
+continues-as-new (:attr:`Growth.amortized`): under Worker Versioning a thread continues
+as new about every 46 turns of this conversation (``workflows.thread.REPLAYED_EVENTS``),
+so such a stretch holds one at most."""
+
 CpuReader = Callable[[], dict[str, float]]
 """The CPU seconds each process of a stack has used so far, by the process's name."""
 CLIENT = "client"
@@ -69,6 +75,11 @@ class Growth:
     marks: tuple[Mark, ...]
     seconds: float
     """The wall time of the whole measurement."""
+    amortized: tuple[float, float]
+    """The history bytes per turn of the longest conversation's first and last
+    :data:`AMORTIZED_TURNS` turns, its continues-as-new included: a mark's own turn
+    carries its workflow run's continue-as-new only when it happens to be that run's
+    last, so the marks alone do not show what a continue-as-new costs."""
 
 
 async def _stream(http: httpx.AsyncClient, conversation: Conversation, body: dict[str, Any]) -> Any:
@@ -199,7 +210,13 @@ async def measure_growth(
     for mark, each in zip(marks, driven, strict=True):
         weighed = await _with_history_bytes(client, each.conversation, each.costs)
         taken.append(_mark(mark, weighed, width, max(marks)))
-    return Growth(tuple(taken), time.perf_counter() - began)
+    first, last = weighed[:AMORTIZED_TURNS], weighed[-AMORTIZED_TURNS:]
+    amortized = (_bytes_per_turn(first), _bytes_per_turn(last))
+    return Growth(tuple(taken), time.perf_counter() - began, amortized)
+
+
+def _bytes_per_turn(costs: Sequence[TurnCost]) -> float:
+    return sum(cost.history_bytes for cost in costs) / len(costs)
 
 
 def marks_of(

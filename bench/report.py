@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from bench.cpu import CpuSplit
 from bench.cycles import Cycles
-from bench.growth import CLIENT, Growth
+from bench.growth import AMORTIZED_TURNS, CLIENT, Growth
 from bench.history import HistoryGrowth
 from bench.stats import Summary
 from bench.streams import VariantResult
@@ -213,4 +213,9 @@ def render_growth(growth: Growth) -> str:
     for name, values in rows:
         cells = "".join(f"{value:10.1f}" for value in values)
         lines.append(f"  {name:<{NAME_WIDTH}}{cells}{values[-1] / values[0]:>11.2f}x")
+    early, late = growth.amortized
+    lines.append(
+        f"  history KB/turn with the continues-as-new, the first and the last {AMORTIZED_TURNS} "
+        f"turns: {early / 1024:.1f} and {late / 1024:.1f} ({late / early:.2f}x)"
+    )
     return "\n".join(lines)
