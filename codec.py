@@ -1,5 +1,5 @@
 """What the engine does to what it stores in Temporal: a payload codec that compresses
-large payloads (zlib) and encrypts every one (AES-256-GCM).
+large payloads (zlib) and encrypts them all (AES-256-GCM), each when configured.
 
 Everything a thread holds passes through Temporal as payloads: workflow and activity
 arguments and results, updates, queries' answers, the memo and the plain-words details
@@ -54,9 +54,10 @@ NONCE_BYTES = 12
 KEY_ID_RULE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 COMPRESSED = b"binary/zlib"
 """The ``encoding`` metadata of a compressed payload."""
-COMPRESSION_LEVEL = 1
-"""zlib's fastest level: most of what its slower levels would save, for half the CPU
-(``docs/bench.md``, "Compressing large payloads")."""
+COMPRESSION_LEVEL = 6
+"""zlib's default level: for the conversation a thread carries, about an eighth smaller
+than its fastest, for twice its CPU, which a payload this large costs once per
+continue-as-new or model call (``docs/bench.md``, "Compressing large payloads")."""
 MAX_INFLATED_BYTES = 64 * 1024 * 1024
 """The most a compressed payload may inflate to, far past what the engine's budgets let
 any payload hold: a payload that claims more is refused before it fills memory."""
@@ -66,19 +67,14 @@ class PayloadKeysError(ValueError):
     """``AGUI_PAYLOAD_KEYS`` is malformed. The message never includes key material."""
 
 
-class UnreadablePayload(ValueError):
-    """A payload the codec wrote that it cannot read back. The message never quotes the
-    data."""
-
-
-class UndecryptablePayload(UnreadablePayload):
+class UndecryptablePayload(ValueError):
     """An encrypted payload no configured key decrypts: its key is not configured, or the
     payload was altered. The message names the key id, never the data."""
 
 
-class DamagedPayload(UnreadablePayload):
+class DamagedPayload(ValueError):
     """A compressed payload that does not inflate, or would inflate past
-    :data:`MAX_INFLATED_BYTES`."""
+    :data:`MAX_INFLATED_BYTES`. The message never quotes the data."""
 
 
 @dataclass(frozen=True)
@@ -161,9 +157,9 @@ class EncryptionCodec(PayloadCodec):
 def compress(payload: Payload, from_bytes: int) -> Payload:
     """``payload`` compressed whole, its metadata included, if it is at least
     ``from_bytes`` long and compressing makes it shorter; else as it is."""
-    whole = payload.SerializeToString()
-    if len(whole) < from_bytes:
+    if payload.ByteSize() < from_bytes:
         return payload
+    whole = payload.SerializeToString()
     packed = zlib.compress(whole, COMPRESSION_LEVEL)
     if len(packed) >= len(whole):
         return payload
