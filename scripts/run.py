@@ -262,14 +262,22 @@ def encryption(settings: Settings, env: dict[str, str]) -> str:
 
 def compression(
     settings: Settings, env: dict[str, str], version: WorkerDeploymentVersion | None
-) -> None:
+) -> str:
     """Compress large payloads (``codec.py``) unless told otherwise, once no earlier
     build runs beside this one: an earlier start's code may not read them, and a move
-    runs its worker (:func:`move_to`). The start after the move compresses."""
-    if settings.compress_payloads_from is not None or version is None:
-        return
-    if all(kept.name == version.build_id for kept in builds()):
-        env["AGUI_COMPRESS_PAYLOADS_FROM"] = str(RUN_COMPRESS_FROM)
+    runs its worker (:func:`move_to`). The start after the move compresses. Returns the
+    line to show."""
+    if settings.compress_payloads_from is not None:
+        return (
+            f"  Compression     payloads of {settings.compress_payloads_from} bytes or more "
+            "(AGUI_COMPRESS_PAYLOADS_FROM)"
+        )
+    if version is None:
+        return "  Compression     off (AGUI_COMPRESS_PAYLOADS_FROM unset)"
+    if any(kept.name != version.build_id for kept in builds()):
+        return "  Compression     off until an earlier build's threads have moved (next start)"
+    env["AGUI_COMPRESS_PAYLOADS_FROM"] = str(RUN_COMPRESS_FROM)
+    return f"  Compression     payloads of {RUN_COMPRESS_FROM // 1024} KiB or more"
 
 
 def builds() -> list[Path]:
@@ -485,7 +493,7 @@ async def main(settings: Settings, embedded: bool) -> None:
         services.append(Service("temporal", temporal_argv(settings, codec_endpoint), env))
     gateway_port = settings.gateway_port
     version = versioning(settings, env)
-    compression(settings, env, version)
+    compression_line = compression(settings, env, version)
     worker_code = BUILDS / version.build_id if version else ROOT
     services += [
         Service("worker", [sys.executable, "worker.py"], env, worker_code),
@@ -524,6 +532,7 @@ async def main(settings: Settings, embedded: bool) -> None:
             moving = asyncio.create_task(move_to(version, env, services))
         log(inbox_line)
         log(encryption_line)
+        log(compression_line)
         for line in auth_lines:
             log(line)
         log("Ctrl-C stops everything.")

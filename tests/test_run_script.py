@@ -443,15 +443,21 @@ def test_large_payloads_are_compressed_once_no_earlier_build_runs(
     (tmp_path / "current").mkdir()
     (tmp_path / ".copying").mkdir()
 
-    def compressing(settings: Settings) -> str | None:
+    def compressing(
+        settings: Settings, deployed: WorkerDeploymentVersion | None = version
+    ) -> tuple[str | None, str]:
         env: dict[str, str] = {}
-        launcher.compression(settings, env, version)
-        return env.get("AGUI_COMPRESS_PAYLOADS_FROM")
+        line = launcher.compression(settings, env, deployed)
+        return env.get("AGUI_COMPRESS_PAYLOADS_FROM"), line
 
-    assert compressing(Settings()) == str(RUN_COMPRESS_FROM)
-    assert compressing(Settings(compress_payloads_from=1000)) is None, "the operator's own"
+    assert compressing(Settings()) == (
+        str(RUN_COMPRESS_FROM),
+        "  Compression     payloads of 16 KiB or more",
+    )
+    own, line = compressing(Settings(compress_payloads_from=1000))
+    assert own is None and "1000 bytes or more" in line, "the operator's own, as it is"
+    own, line = compressing(Settings(), None)
+    assert own is None and "off" in line, "an operator's deployment: its builds are theirs"
     (tmp_path / "earlier").mkdir()
-    assert compressing(Settings()) is None
-    env: dict[str, str] = {}
-    launcher.compression(Settings(), env, None)
-    assert env == {}, "an operator's deployment: its builds are the operator's"
+    own, line = compressing(Settings())
+    assert own is None and "off until an earlier build's threads have moved" in line
