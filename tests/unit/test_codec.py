@@ -5,6 +5,7 @@ a payload's data, and which payloads are compressed."""
 from __future__ import annotations
 
 import base64
+import os
 import zlib
 
 import pytest
@@ -178,7 +179,7 @@ async def test_a_payload_from_the_threshold_on_is_stored_compressed_whole() -> N
 
 
 async def test_a_payload_compression_would_not_shorten_is_stored_as_it_is() -> None:
-    noise = plain(base64.b64decode(K1 * 2000))
+    noise = plain(os.urandom(20_000))
     (stored,) = await storage(1).encode([noise])
     assert stored == noise
 
