@@ -67,6 +67,7 @@ from workflows.budgets import KIB
 from workflows.models import (
     EventPage,
     EventsQuery,
+    KnownMessages,
     LogPage,
     LogQuery,
     RunLookup,
@@ -288,6 +289,7 @@ class AcceptedRun:
         resend: Callable[[], Awaitable[WorkflowUpdateHandle[RunReply]]] | None = None,
         messages: Sequence[Message] = (),
         state: dict[str, Any] | None = None,
+        known: KnownMessages | None = None,
     ) -> None:
         """
         Args:
@@ -296,15 +298,19 @@ class AcceptedRun:
                 ``workflows.known_state``), which the thread rejects when it does not
                 have them.
             messages: The client's conversation, whose first messages fill in the
-                snapshots of a reply that leaves them out.
+                snapshots of a reply, or of a page read while the run is in flight,
+                that leaves them out.
             state: The client's state, left out of the run, from which the state
                 snapshots of its reply are made whole.
+            known: The first of ``messages`` that the run left out, which the pages
+                read while it is in flight leave out too.
         """
         self._client = client
         self._thread = thread
         self._resend = resend
         self._messages = messages
         self._state = state
+        self._known = known
         self._poll_seconds = poll_seconds
         self._handed(update)
 
@@ -332,7 +338,7 @@ class AcceptedRun:
                     # Rejected before anything was recorded: the same update, whole.
                     due.cancel()
                     self._handed(await self._resend())
-                    self._resend = None
+                    self._resend = self._known = None
                     result = asyncio.ensure_future(self._update.result())
                     continue
                 if result.done():
@@ -341,7 +347,7 @@ class AcceptedRun:
                 query = asyncio.ensure_future(
                     self._run.query(
                         ThreadWorkflow.events,
-                        EventsQuery(run_key=self._update.id, after=after),
+                        EventsQuery(run_key=self._update.id, after=after, known=self._known),
                         # A workflow run that has closed (continued as new) would be
                         # replayed whole by a worker to answer: under Worker Versioning,
                         # a history of hundreds of runs. Its reply has every event anyway.
@@ -360,7 +366,7 @@ class AcceptedRun:
                 self._pace.read(bool(page.events))
                 if page.events:
                     after = page.events[-1].seq
-                    yield page.events
+                    yield self._prefixed(page.events, page.snapshot_prefix)
             rest = [item for item in self._whole(result.result()) if item.seq > after]
             if rest:
                 yield rest
@@ -370,14 +376,18 @@ class AcceptedRun:
     def _whole(self, reply: RunReply) -> list[SequencedEvent]:
         """The events of ``reply`` with their snapshots whole: what it left out of them
         is the client's."""
-        events = reply.events
-        if reply.snapshot_prefix:
-            prefix = self._messages[: reply.snapshot_prefix]
-            events = [_with_prefix(item, prefix) for item in events]
+        events = self._prefixed(reply.events, reply.snapshot_prefix)
         if reply.state_patches is not None:
             assert self._state is not None, "a thread patches only the state it was sent"
             events = known_state.fill_in(events, self._state, reply.state_patches)
         return events
+
+    def _prefixed(self, events: list[SequencedEvent], prefix: int | None) -> list[SequencedEvent]:
+        """``events`` with the client's first ``prefix`` messages put back in their
+        snapshots, which left them out."""
+        if not prefix:
+            return events
+        return [_with_prefix(item, self._messages[:prefix]) for item in events]
 
 
 _UNREAD: set[asyncio.Future[EventPage]] = set()
@@ -648,6 +658,7 @@ async def start_run(
         resend=lambda: send(request),
         messages=run_input.messages,
         state=run_input.state if state is not None else None,
+        known=known,
     )
 
 

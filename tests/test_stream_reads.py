@@ -1,6 +1,7 @@
 """What an open stream asks of Temporal: while its run waits (on the model's next token,
-say) the gateway makes no queries, yet what the run logs next reaches the client; and
-a query still unanswered when the run ends does not hold its stream back."""
+say) the gateway makes no queries, yet what the run logs next reaches the client; a
+query still unanswered when the run ends does not hold its stream back; and what a
+query answers leaves out the conversation the client sent."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from temporalio.client import (
 
 from activities.openai_chat import OpenAIModel
 from gateway import streaming
-from tests.chat_server import ChatServer, Reply
+from tests.chat_server import ChatServer, Reply, ScriptedCall
 from tests.helpers import (
     Stack,
     assert_valid_stream,
@@ -33,7 +34,10 @@ from tests.helpers import (
     serve_stack,
     sse_messages,
 )
+from workflows.models import EventPage
+from workflows.sdk import tool
 from workflows.sdk.agent import AgentDefinition
+from workflows.sdk.tools import Approval
 from workflows.thread_ids import workflow_id_for
 
 
@@ -51,6 +55,8 @@ class Reads(Interceptor):
         self.held_runs: list[str | None] = []
         """The workflow run each held query was sent to."""
         self.answer = asyncio.Event()
+        self.pages: defaultdict[str, list[EventPage]] = defaultdict(list)
+        """What each ``events`` query answered."""
 
     def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
         return _Counting(next, self)
@@ -66,7 +72,10 @@ class _Counting(OutboundInterceptor):
         if input.id in self._reads.held:
             self._reads.held_runs.append(input.run_id)
             await self._reads.answer.wait()
-        return await self.next.query_workflow(input)
+        answer = await self.next.query_workflow(input)
+        if isinstance(answer, EventPage):
+            self._reads.pages[input.id].append(answer)
+        return answer
 
     def fetch_workflow_history_events(
         self, input: FetchWorkflowHistoryEventsInput
@@ -79,7 +88,7 @@ class _Counting(OutboundInterceptor):
 @pytest.fixture
 async def counted(client: Client) -> AsyncIterator[tuple[ChatServer, Stack, Reads]]:
     """A local chat-completions server, and a stack serving the agent ``llm`` on it
-    whose reads of Temporal are counted."""
+    (with a ``lookup`` tool that needs approval) whose reads of Temporal are counted."""
     async with _counted(client) as counting:
         yield counting
 
@@ -98,12 +107,19 @@ async def _counted(
             model=OpenAIModel(
                 name="llm", model="local-model", base_url=server.base_url, api_key="k"
             ),
+            tools=[lookup],
         )
         async with serve_stack(Client(**config), agents=[agent], **settings_fields) as stack:
             try:
                 yield server, stack, reads
             finally:
                 reads.answer.set()
+
+
+@tool(approval=Approval())
+async def lookup(term: str) -> str:
+    """What ``term`` means."""
+    return f"{term}: a word"
 
 
 def _text(events: list[dict[str, Any]]) -> str:
@@ -263,3 +279,55 @@ async def test_a_follower_of_an_idle_thread_costs_no_queries_until_the_next_run(
         followed_run = [await anext(messages) for _ in second]
 
     assert followed_run == second
+
+
+async def test_a_page_read_in_flight_leaves_out_the_conversation_the_client_sent(
+    counted: tuple[ChatServer, Stack, Reads],
+) -> None:
+    server, stack, reads = counted
+    server.script(
+        Reply(tool_calls=[ScriptedCall("lookup", {"term": "quokka"})]),
+        Reply(text=["A quokka ", "is a ", "marsupial."], hold_after=1),
+    )
+    thread_id = new_thread()
+    held = workflow_id_for(thread_id)
+    asked = [
+        event
+        for _, event in await post_run_sse(stack.http, "llm", run_input(thread_id, "r1", "quokka?"))
+    ]
+    (snapshot,) = [e for e in asked if e["type"] == "MESSAGES_SNAPSHOT"]
+    (approval,) = asked[-1]["outcome"]["interrupts"]
+    body = {
+        "threadId": thread_id,
+        "runId": "r2",
+        "messages": snapshot["messages"],
+        "resume": [
+            {"interruptId": approval["id"], "status": "resolved", "payload": {"approved": True}}
+        ],
+    }
+    async with stack.http.stream("POST", "/agents/llm", json=body) as response:
+        messages = sse_messages(response)
+        events = [(await anext(messages))[1]]
+        while _text(events) != "A quokka ":
+            events.append((await anext(messages))[1])
+        server.release()
+        events += [event async for _, event in messages]
+
+    assert _text(events) == "A quokka is a marsupial."
+    assert_valid_stream(events, thread_id)
+    # The resume's first snapshot (the approved call in this run's view) was read while
+    # the model was held, without the messages the client sent ...
+    read = [page for page in reads.pages[held] if page.snapshot_prefix]
+    assert read and all(page.snapshot_prefix == len(snapshot["messages"]) for page in read)
+    in_flight = [
+        item.event
+        for page in read
+        for item in page.events
+        if item.event.type == "MESSAGES_SNAPSHOT"
+    ]
+    assert in_flight and all(len(each.messages) < len(snapshot["messages"]) for each in in_flight)
+    # ... and reached the client whole, as the thread has it.
+    first = next(e for e in events if e["type"] == "MESSAGES_SNAPSHOT")
+    assert first["messages"][: len(snapshot["messages"])] == snapshot["messages"]
+    view = (await stack.http.get(f"/threads/{thread_id}")).json()
+    assert first["messages"] == view["messages"][: len(first["messages"])]

@@ -342,6 +342,10 @@ class EventsQuery(Model):
 
     run_key: str
     after: int = 0
+    known: KnownMessages | None = None
+    """The first messages of the conversation the reader has (the run's own request's
+    ``known``): the page's ``MESSAGES_SNAPSHOT`` events leave them out, as the run's
+    reply does, where the thread's conversation still begins with them."""
 
 
 class EventPage(Model):
@@ -350,6 +354,9 @@ class EventPage(Model):
     events: list[SequencedEvent]
     ended: bool
     """Whether the run has emitted its terminal event."""
+    snapshot_prefix: int | None = None
+    """When set, each ``MESSAGES_SNAPSHOT`` in ``events`` lacks its first this many
+    messages: the query's ``known`` ones, which the reader has."""
 
 
 class LogQuery(Model):

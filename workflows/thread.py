@@ -358,13 +358,28 @@ class ThreadWorkflow:
 
     @workflow.query
     def events(self, query: EventsQuery) -> EventPage:
-        """A run's events after ``query.after``; empty while the run waits its turn."""
+        """A run's events after ``query.after``; empty while the run waits its turn.
+
+        A reader that has the conversation's first messages gets the snapshots without
+        them, as the run's reply leaves them out: a snapshot of a long conversation is
+        the most of what a page of a run in flight holds, and the reader (the gateway
+        streaming the run to the client that sent them) has them already.
+        """
         run = self._runs.get(query.run_key)
         if run is None:
             return EventPage(events=[], ended=False)
-        return EventPage(
+        page = EventPage(
             events=self._log.events_of(run, after=query.after), ended=run.status != "running"
         )
+        known = query.known
+        if known is not None and self._log.begins_with(known):
+            snapshots = [
+                item.event for item in page.events if isinstance(item.event, MessagesSnapshotEvent)
+            ]
+            if snapshots and all(len(each.messages) >= known.count for each in snapshots):
+                page.events = [_without_prefix(item, known.count) for item in page.events]
+                page.snapshot_prefix = known.count
+        return page
 
     @workflow.query
     def log(self, query: LogQuery) -> LogPage:
