@@ -7,20 +7,42 @@ complete reply is the activity's result, which is what the thread keeps.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any
 
 from ag_ui.core import AssistantMessage, Message, TextPart, ToolMessage
-from openai import AsyncOpenAI, AsyncStream
-from openai.types.chat import ChatCompletionChunk
+from openai import AsyncOpenAI
 from temporalio import activity
 from temporalio.common import RetryPolicy
 
 from activities.chat import ChatReply, ChatRequest, DeltaSender, ProposedCall
 from settings import process_settings
+
+_CLIENTS: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str | None, str | None], AsyncOpenAI]
+] = weakref.WeakKeyDictionary()
+
+
+def _client(base_url: str | None, api_key: str | None) -> AsyncOpenAI:
+    """The client of ``base_url`` with ``api_key`` on the running event loop, made once.
+
+    Making one builds an SSL context from the system's certificates, which cost more CPU
+    than the rest of a model call's client side on a short conversation
+    (``docs/bench.md``, "A model call's client"); and one client keeps its connections
+    to the server open from one call to the next, as OpenAI's own guidance has it.
+    """
+    clients = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
+    client = clients.get((base_url, api_key))
+    if client is None:
+        # Temporal retries the activity, with backoff and a record of each attempt.
+        client = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+        clients[(base_url, api_key)] = client
+    return client
 
 
 @dataclass(frozen=True)
@@ -53,31 +75,27 @@ class OpenAIModel:
     async def _complete(self, request: ChatRequest) -> ChatReply:
         """Stream one completion, forwarding its text and tool calls as they arrive."""
         settings = process_settings()
-        client = AsyncOpenAI(
-            base_url=self.base_url or settings.openai_base_url,
-            api_key=self.api_key or settings.openai_api_key,
-            # Temporal retries the activity, with backoff and a record of each attempt.
-            max_retries=0,
+        client = _client(
+            self.base_url or settings.openai_base_url, self.api_key or settings.openai_api_key
         )
-        options: dict[str, Any] = {}
+        # The conversation and the tools go in ``extra_body``, whose values take
+        # precedence over the arguments: ``create`` rewrites its arguments item by item
+        # in Python, which on a long conversation cost more CPU than the rest of the
+        # activity (``docs/bench.md``, "A model call's client"), and their JSON is sent
+        # as it is anyway.
+        body: dict[str, Any] = {"messages": self._messages(request.messages)}
         if request.tools:
-            options["tools"] = [
+            body["tools"] = [
                 {"type": "function", "function": tool.model_dump(exclude_none=True)}
                 for tool in request.tools
             ]
         sender = DeltaSender()
         text = ""
         calls: dict[int, dict[str, str]] = {}
-        async with client:
-            stream = cast(
-                AsyncStream[ChatCompletionChunk],
-                await client.chat.completions.create(
-                    model=self.model or settings.openai_model,
-                    messages=self._messages(request.messages),  # type: ignore[arg-type]
-                    stream=True,
-                    **options,
-                ),
-            )
+        stream = await client.chat.completions.create(
+            model=self.model or settings.openai_model, messages=[], stream=True, extra_body=body
+        )
+        async with stream:
             async for chunk in stream:
                 if not chunk.choices:
                     continue
