@@ -32,9 +32,9 @@ def _client(base_url: str | None, api_key: str | None) -> AsyncOpenAI:
     """The client of ``base_url`` with ``api_key`` on the running event loop, made once.
 
     Making one builds an SSL context from the system's certificates, which cost more CPU
-    than the rest of a model call's client side on a short conversation
-    (``docs/bench.md``, "A model call's client"); and one client keeps its connections
-    to the server open from one call to the next, as OpenAI's own guidance has it.
+    than the rest of a model call's client side on a short conversation (``docs/bench.md``,
+    "A model's turn on a long thread"); and one client keeps its connections to the
+    server open from one call to the next, as OpenAI's own guidance has it.
     """
     clients = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
     client = clients.get((base_url, api_key))
@@ -81,8 +81,8 @@ class OpenAIModel:
         # The conversation and the tools go in ``extra_body``, whose values take
         # precedence over the arguments: ``create`` rewrites its arguments item by item
         # in Python, which on a long conversation cost more CPU than the rest of the
-        # activity (``docs/bench.md``, "A model call's client"), and their JSON is sent
-        # as it is anyway.
+        # activity (``docs/bench.md``, "A model's turn on a long thread"), and their
+        # JSON is sent as it is anyway.
         body: dict[str, Any] = {"messages": self._messages(request.messages)}
         if request.tools:
             body["tools"] = [

@@ -387,7 +387,8 @@ class AcceptedRun:
         snapshots, which left them out."""
         if not prefix:
             return events
-        return [_with_prefix(item, self._messages[:prefix]) for item in events]
+        messages = self._messages[:prefix]
+        return [_with_prefix(item, messages) for item in events]
 
 
 _UNREAD: set[asyncio.Future[EventPage]] = set()
