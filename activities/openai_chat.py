@@ -34,7 +34,7 @@ def _client(base_url: str | None, api_key: str | None) -> AsyncOpenAI:
     Making one builds an SSL context from the system's certificates, which cost more CPU
     than the rest of a model call's client side on a short conversation (``docs/bench.md``,
     "A model's turn on a long thread"); and one client keeps its connections to the
-    server open from one call to the next, as OpenAI's own guidance has it.
+    server open from one call to the next.
     """
     clients = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
     client = clients.get((base_url, api_key))
