@@ -34,16 +34,19 @@ import re
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import (
     DataConverter,
     DefaultFailureConverterWithEncodedAttributes,
     PayloadCodec,
 )
+
+from workflows.wire import QueryAnswer
 
 ENCODING = b"binary/encrypted"
 """The ``encoding`` metadata of an encrypted payload."""
@@ -58,6 +61,9 @@ COMPRESSION_LEVEL = 6
 """zlib's default level: for the conversation a thread carries, about an eighth smaller
 than its fastest, for twice its CPU, which a payload this large costs once per
 continue-as-new or model call (``docs/bench.md``, "Compressing large payloads")."""
+ANSWER = "agui-query-answer"
+"""The metadata that marks a query's answer (:class:`PayloadConverter`), which is never
+stored, so never compressed."""
 MAX_INFLATED_BYTES = 64 * 1024 * 1024
 """The most a compressed payload may inflate to, far past what the engine's budgets let
 any payload hold: a payload that claims more is refused before it fills memory."""
@@ -154,10 +160,25 @@ class EncryptionCodec(PayloadCodec):
         return Payload.FromString(plain)
 
 
+class PayloadConverter(PydanticPayloadConverter):
+    """pydantic's payload converter, marking each query's answer
+    (``workflows.wire.QueryAnswer``) with :data:`ANSWER`: compressing a long thread's
+    view or a page of its log would cost the worker CPU at every read and save nothing,
+    as Temporal never stores it."""
+
+    def to_payloads(self, values: Sequence[Any]) -> list[Payload]:
+        payloads = super().to_payloads(values)
+        for value, payload in zip(values, payloads, strict=True):
+            if isinstance(value, QueryAnswer):
+                payload.metadata[ANSWER] = b"1"
+        return payloads
+
+
 def compress(payload: Payload, from_bytes: int) -> Payload:
     """``payload`` compressed whole, its metadata included, if it is at least
-    ``from_bytes`` long and compressing makes it shorter; else as it is."""
-    if payload.ByteSize() < from_bytes:
+    ``from_bytes`` long, no query's answer, and compressing makes it shorter; else as it
+    is."""
+    if ANSWER in payload.metadata or payload.ByteSize() < from_bytes:
         return payload
     whole = payload.SerializeToString()
     packed = zlib.compress(whole, COMPRESSION_LEVEL)
@@ -211,13 +232,15 @@ class StorageCodec(PayloadCodec):
 
 
 def data_converter(keys: PayloadKeys | None, compress_from: int | None = None) -> DataConverter:
-    """The engine's one data converter: pydantic's, with :class:`StorageCodec`.
+    """The engine's one data converter: pydantic's, with :class:`PayloadConverter` and
+    :class:`StorageCodec`.
 
     With keys, failures' messages and stack traces are encoded too (Temporal otherwise
     keeps them plaintext), since an error may quote what a thread holds.
     """
     return dataclasses.replace(
         pydantic_data_converter,
+        payload_converter_class=PayloadConverter,
         payload_codec=StorageCodec(keys, compress_from),
         failure_converter_class=(
             DefaultFailureConverterWithEncodedAttributes

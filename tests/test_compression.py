@@ -13,6 +13,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 import codec
 from settings import Settings
 from tests.helpers import new_thread, post_run, run_histories, run_input, serve_stack
+from workflows.thread import ThreadWorkflow
+from workflows.thread_ids import workflow_id_for
 
 FROM = 4096
 LONG = "Please mail ada@example.com the minutes: " + "the committee met and agreed. " * 400
@@ -33,10 +35,17 @@ async def test_a_carried_conversation_is_compressed_and_read_back_whole(client: 
     ) as stack:
         paused = await post_run(stack.http, "demo", run_input(thread_id, "r1", LONG))
         (approval,) = paused[-1]["outcome"]["interrupts"]
+        # A query's answer is never stored, so never compressed: a reader without the
+        # codec gets the thread's view as JSON.
+        raw = Client(
+            client.service_client,
+            namespace=client.namespace,
+            data_converter=pydantic_data_converter,
+        )
+        thread = raw.get_workflow_handle(workflow_id_for(thread_id))
+        view = await thread.query(ThreadWorkflow.view)
+        assert view.messages[0].content == LONG
 
-    raw = Client(
-        client.service_client, namespace=client.namespace, data_converter=pydantic_data_converter
-    )
     [(_, first), (_, second)] = [run async for run in run_histories(raw, thread_id)]
     continued = first[-1].workflow_execution_continued_as_new_event_attributes
     (carried,) = continued.input.payloads

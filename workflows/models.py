@@ -14,6 +14,7 @@ from pydantic import Field
 
 from workflows.approvers import Ballot
 from workflows.wire import Model as Model
+from workflows.wire import QueryAnswer
 
 RunStatus = Literal["running", "succeeded", "interrupted", "failed"]
 ThreadStatus = Literal["idle", "running", "waiting"]
@@ -329,7 +330,7 @@ class RunReply(Model):
     patch here applied, in order (``known_state.leave_out``)."""
 
 
-class RunLookup(Model):
+class RunLookup(QueryAnswer):
     """What the ``run_record`` query finds: the thread's owner, whom the gateway checks
     the reader against, and the latest run with the asked ``runId``."""
 
@@ -348,7 +349,7 @@ class EventsQuery(Model):
     reply does, where the thread's conversation still begins with them."""
 
 
-class EventPage(Model):
+class EventPage(QueryAnswer):
     """A run's events after the requested sequence number."""
 
     events: list[SequencedEvent]
@@ -365,7 +366,7 @@ class LogQuery(Model):
     after: int = 0
 
 
-class LogPage(Model):
+class LogPage(QueryAnswer):
     """The oldest events of the log with ``seq`` above the requested one that fit one
     answer (``workflows.event_log.LOG_PAGE_EVENTS`` and ``LOG_PAGE_BYTES``)."""
 
@@ -378,7 +379,7 @@ class LogPage(Model):
     """Whether a run is in progress (or waiting its turn): more events are coming soon."""
 
 
-class ThreadView(Model):
+class ThreadView(QueryAnswer):
     """The thread as ``GET /threads/{thread_id}`` shows it."""
 
     thread_id: str

@@ -15,3 +15,8 @@ class Model(BaseModel):
     """Base for the engine's own models: camelCase on the wire, like AG-UI's."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class QueryAnswer(Model):
+    """A query's answer: sent to its reader and never stored in history, so the payload
+    codec does not compress it (``codec.py``)."""

@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 import codec
 from settings import Settings
+from workflows.models import ThreadView
 
 K1 = base64.b64encode(bytes(range(32))).decode()
 K2 = base64.b64encode(bytes(range(32, 64))).decode()
@@ -221,3 +222,26 @@ def test_the_threshold_is_a_positive_size(monkeypatch: pytest.MonkeyPatch) -> No
     assert Settings().compress_payloads_from == 16384
     with pytest.raises(ValidationError):
         Settings(compress_payloads_from=0)
+
+
+async def test_a_querys_answer_is_never_compressed() -> None:
+    converter = codec.data_converter(None, 1)
+    view = ThreadView(
+        thread_id="t",
+        agent="a",
+        owner="o",
+        status="idle",
+        messages=[],
+        state={"x": LONG.decode()},
+        interrupts=[],
+        runs=[],
+        audit=[],
+        memory={},
+    )
+    (answer, stored) = await converter.encode([view, Note(text=LONG.decode())])
+    assert answer.metadata[codec.ANSWER] == b"1" and LONG in answer.data
+    assert stored.metadata["encoding"] == codec.COMPRESSED
+    assert await converter.decode([answer, stored], [ThreadView, Note]) == [
+        view,
+        Note(text=LONG.decode()),
+    ]
