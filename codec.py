@@ -62,8 +62,10 @@ COMPRESSION_LEVEL = 6
 than its fastest, for twice its CPU, which a payload this large costs once per
 continue-as-new or model call (``docs/bench.md``, "Compressing large payloads")."""
 ANSWER = "agui-query-answer"
-"""The metadata that marks a query's answer (:class:`PayloadConverter`), which is never
-stored, so never compressed."""
+"""The metadata with which :class:`PayloadConverter` marks a query's answer for
+:class:`StorageCodec`, which leaves the answer uncompressed (Temporal never stores it)
+and takes the mark off, so that readers (the ``temporal`` CLI among them) get the
+payload as pydantic's converter writes it."""
 MAX_INFLATED_BYTES = 64 * 1024 * 1024
 """The most a compressed payload may inflate to, far past what the engine's budgets let
 any payload hold: a payload that claims more is refused before it fills memory."""
@@ -176,9 +178,8 @@ class PayloadConverter(PydanticPayloadConverter):
 
 def compress(payload: Payload, from_bytes: int) -> Payload:
     """``payload`` compressed whole, its metadata included, if it is at least
-    ``from_bytes`` long, no query's answer, and compressing makes it shorter; else as it
-    is."""
-    if ANSWER in payload.metadata or payload.ByteSize() < from_bytes:
+    ``from_bytes`` long and compressing makes it shorter; else as it is."""
+    if payload.ByteSize() < from_bytes:
         return payload
     whole = payload.SerializeToString()
     packed = zlib.compress(whole, COMPRESSION_LEVEL)
@@ -205,8 +206,9 @@ def inflate(payload: Payload) -> Payload:
 
 class StorageCodec(PayloadCodec):
     """The engine's codec: a payload on its way to Temporal is compressed when it is at
-    least ``compress_from`` bytes long, then encrypted when there are ``keys``; on its
-    way back, decrypted and inflated, whichever of the two it went through."""
+    least ``compress_from`` bytes long and no query's answer (:data:`ANSWER`), then
+    encrypted when there are ``keys``; on its way back, decrypted and inflated,
+    whichever of the two it went through."""
 
     def __init__(self, keys: PayloadKeys | None, compress_from: int | None) -> None:
         self._encryption = EncryptionCodec(keys) if keys is not None else None
@@ -219,7 +221,9 @@ class StorageCodec(PayloadCodec):
         return [self._read(payload) for payload in payloads]
 
     def _stored(self, payload: Payload) -> Payload:
-        if self._compress_from is not None:
+        if ANSWER in payload.metadata:
+            del payload.metadata[ANSWER]
+        elif self._compress_from is not None:
             payload = compress(payload, self._compress_from)
         if self._encryption is not None:
             payload = self._encryption.encrypt(payload)
