@@ -82,13 +82,15 @@ class Growth:
     last, so the marks alone do not show what a continue-as-new costs."""
 
 
-async def _stream(http: httpx.AsyncClient, conversation: Conversation, body: dict[str, Any]) -> Any:
-    """Post a run, adopt its snapshots; its ``RUN_FINISHED`` event.
+async def _stream(
+    http: httpx.AsyncClient, conversation: Conversation, body: dict[str, Any], agent: str
+) -> Any:
+    """Post a run to ``agent``, adopt its snapshots; its ``RUN_FINISHED`` event.
 
     Raises:
         RuntimeError: The run did not finish with ``RUN_FINISHED``.
     """
-    async with http.stream("POST", f"/agents/{AGENT}", json=body) as response:
+    async with http.stream("POST", f"/agents/{agent}", json=body) as response:
         async for line in response.aiter_lines():
             if not line.startswith("data:"):
                 continue
@@ -99,14 +101,22 @@ async def _stream(http: httpx.AsyncClient, conversation: Conversation, body: dic
     raise RuntimeError(f"the stream of {body['runId']} ended without RUN_FINISHED")
 
 
-async def turn(http: httpx.AsyncClient, conversation: Conversation, cpu: CpuReader) -> TurnCost:
-    """One interrupt cycle on the conversation: its resume latency and the CPU it took.
+async def turn(
+    http: httpx.AsyncClient,
+    conversation: Conversation,
+    cpu: CpuReader,
+    agent: str = AGENT,
+    prompt: str = APPROVAL_PROMPT,
+) -> TurnCost:
+    """One interrupt cycle on the conversation: ``prompt`` to ``agent``, a run that asks
+    for approval, then the resume that approves it; its resume latency and the CPU it
+    took.
 
     Raises:
         RuntimeError: The run did not pause, or the resume did not succeed.
     """
     before = cpu()
-    paused = await _stream(http, conversation, conversation.next_input(APPROVAL_PROMPT))
+    paused = await _stream(http, conversation, conversation.next_input(prompt), agent)
     outcome = paused.get("outcome") or {}
     if outcome.get("type") != "interrupt":
         raise RuntimeError(f"turn {conversation.runs} did not pause: {paused}")
@@ -115,7 +125,7 @@ async def turn(http: httpx.AsyncClient, conversation: Conversation, cpu: CpuRead
         for interrupt in outcome["interrupts"]
     ]
     start = time.perf_counter()
-    finished = await _stream(http, conversation, conversation.resume_input(resume))
+    finished = await _stream(http, conversation, conversation.resume_input(resume), agent)
     latency = time.perf_counter() - start
     if finished.get("outcome") != {"type": "success"}:
         raise RuntimeError(f"the resume did not succeed: {finished}")

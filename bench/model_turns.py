@@ -13,17 +13,16 @@ resume's latency. See ``docs/bench.md``, "A model's turn on a long thread".
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
-from typing import Any
-from uuid import uuid4
 
 import httpx
 import uvloop
 
 from activities.openai_chat import OpenAIModel
+from bench.conversation import Conversation
 from bench.cpu import cpu_seconds
+from bench.growth import turn
 from bench.stack import Stack, running_stack
 from tests.chat_server import ChatServer, Reply, ScriptedCall
 from workflows.sdk import tool
@@ -42,71 +41,30 @@ async def lookup(term: str) -> str:
     return f"{term}: a word"
 
 
-class Thread:
-    """One conversation, as a client that adopts each ``MESSAGES_SNAPSHOT`` keeps it."""
+async def model_turn(
+    http: httpx.AsyncClient, server: ChatServer, conversation: Conversation
+) -> float:
+    """One turn: the model calls the tool, the call is approved, the model replies; the
+    resume's latency in seconds.
 
-    def __init__(self) -> None:
-        self.thread_id = f"bench-{uuid4()}"
-        self.messages: list[dict[str, Any]] = []
-        self.turns = 0
-
-    async def post(self, http: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
-        """Post a run, adopt its snapshots; its last event.
-
-        Raises:
-            RuntimeError: The run ended with ``RUN_ERROR``.
-        """
-        last: dict[str, Any] = {}
-        async with http.stream("POST", f"/agents/{AGENT}", json=body) as response:
-            async for line in response.aiter_lines():
-                if line.startswith("data:"):
-                    last = json.loads(line.removeprefix("data:"))
-                    if last["type"] == "MESSAGES_SNAPSHOT":
-                        self.messages = last["messages"]
-                    if last["type"] == "RUN_ERROR":
-                        raise RuntimeError(f"run {body['runId']} failed: {last}")
-        return last
-
-    async def turn(self, http: httpx.AsyncClient, server: ChatServer) -> float:
-        """One turn; the resume's latency in seconds.
-
-        Raises:
-            RuntimeError: A run failed, or did not pause or succeed.
-        """
-        server.script(
-            Reply(tool_calls=[ScriptedCall("lookup", {"term": "quokka"})]),
-            Reply(text=["A quokka ", "is a ", "marsupial."], first_chunk_seconds=THINKING_SECONDS),
-        )
-        self.turns += 1
-        question = {"id": f"u{self.turns}", "role": "user", "content": "What is a quokka?"}
-        self.messages = [*self.messages, question]
-        first = {"threadId": self.thread_id, "runId": f"r{self.turns}a", "messages": self.messages}
-        paused = await self.post(http, first)
-        interrupts = (paused.get("outcome") or {}).get("interrupts") or []
-        if len(interrupts) != 1:
-            raise RuntimeError(f"turn {self.turns} did not pause: {paused}")
-        approval = {"approved": True}
-        resume = [{"interruptId": interrupts[0]["id"], "status": "resolved", "payload": approval}]
-        started = time.perf_counter()
-        body = {
-            "threadId": self.thread_id,
-            "runId": f"r{self.turns}b",
-            "messages": self.messages,
-            "resume": resume,
-        }
-        finished = await self.post(http, body)
-        if finished.get("outcome") != {"type": "success"}:
-            raise RuntimeError(f"turn {self.turns}'s resume did not succeed: {finished}")
-        return time.perf_counter() - started
+    Raises:
+        RuntimeError: A run did not pause, or the resume did not succeed.
+    """
+    server.script(
+        Reply(tool_calls=[ScriptedCall("lookup", {"term": "quokka"})]),
+        Reply(text=["A quokka ", "is a ", "marsupial."], first_chunk_seconds=THINKING_SECONDS),
+    )
+    cost = await turn(http, conversation, lambda: {}, AGENT, "What is a quokka?")
+    return cost.resume_seconds
 
 
 async def window(
-    stack: Stack, http: httpx.AsyncClient, server: ChatServer, thread: Thread
+    stack: Stack, http: httpx.AsyncClient, server: ChatServer, conversation: Conversation
 ) -> tuple[float, float, float]:
     """:data:`WINDOW` turns: the server's and this process's CPU ms per turn, and the
     resume's p50 in ms."""
     server_before, process_before = cpu_seconds(stack.server_pid), time.process_time()
-    latencies = [await thread.turn(http, server) for _ in range(WINDOW)]
+    latencies = [await model_turn(http, server, conversation) for _ in range(WINDOW)]
     server_ms = (cpu_seconds(stack.server_pid) - server_before) * 1000 / WINDOW
     process_ms = (time.process_time() - process_before) * 1000 / WINDOW
     return server_ms, process_ms, statistics.median(latencies) * 1000
@@ -128,13 +86,14 @@ async def main() -> None:
             running_stack([agent], None, versioned=True) as stack,
             httpx.AsyncClient(base_url=stack.base_url, headers=stack.headers, timeout=60) as http,
         ):
-            thread = Thread()
-            await thread.turn(http, server)
-            early = await window(stack, http, server, thread)
-            while thread.turns < args.turns - WINDOW:
-                await thread.turn(http, server)
-            late = await window(stack, http, server, thread)
-    print(f"A model's turn: {thread.turns} turns, {len(thread.messages)} messages at the end")
+            conversation = Conversation()
+            await model_turn(http, server, conversation)
+            early = await window(stack, http, server, conversation)
+            for _ in range(args.turns - 1 - 2 * WINDOW):
+                await model_turn(http, server, conversation)
+            late = await window(stack, http, server, conversation)
+    turns = conversation.runs // 2
+    print(f"A model's turn: {turns} turns, {len(conversation.messages)} messages at the end")
     print(f"  {'':<22}{'turns 2-' + str(1 + WINDOW):>12}{f'the last {WINDOW}':>14}{'ratio':>8}")
     rows = ("server CPU ms/turn", "process CPU ms/turn", "resume p50 ms")
     for name, first, last in zip(rows, early, late, strict=True):
