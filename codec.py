@@ -124,7 +124,7 @@ def new_key() -> str:
     return base64.b64encode(os.urandom(KEY_BYTES)).decode()
 
 
-class EncryptionCodec(PayloadCodec):
+class Encryption:
     """AES-256-GCM over each whole serialized payload, its metadata included (so the
     encoding and the type of what is stored are hidden too). The key id is the
     associated data: a payload cannot be passed off as another key's."""
@@ -132,12 +132,6 @@ class EncryptionCodec(PayloadCodec):
     def __init__(self, keys: PayloadKeys) -> None:
         self._active = keys.active
         self._ciphers = {key_id: AESGCM(key) for key_id, key in keys.keys.items()}
-
-    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return [self.encrypt(payload) for payload in payloads]
-
-    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return [self.decrypt(payload) for payload in payloads]
 
     def encrypt(self, payload: Payload) -> Payload:
         """``payload``, encrypted with the active key."""
@@ -211,7 +205,7 @@ class StorageCodec(PayloadCodec):
     whichever of the two it went through."""
 
     def __init__(self, keys: PayloadKeys | None, compress_from: int | None) -> None:
-        self._encryption = EncryptionCodec(keys) if keys is not None else None
+        self._encryption = Encryption(keys) if keys is not None else None
         self._compress_from = compress_from
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:

@@ -261,7 +261,7 @@ def _all_payloads(message: Any) -> Iterator[Payload]:
 
 
 async def test_refusals_name_no_data(keyed: Stack) -> None:
-    other_key = codec.EncryptionCodec(codec.PayloadKeys.parse(f"gone:{codec.new_key()}"))
+    other_key = codec.Encryption(codec.PayloadKeys.parse(f"gone:{codec.new_key()}"))
     foreign = other_key.encrypt(_json_payload(WORD))
     answer = await _post(keyed, "/codec/decode", _body(foreign), ADMIN)
     assert answer.status_code == 422
@@ -285,7 +285,7 @@ async def test_without_keys_payloads_pass_through_for_the_authorized_only(
     client: Client,
 ) -> None:
     settings = Settings(auth_hs256_secret=TEST_SECRET, payload_keys=None)
-    sealed = codec.EncryptionCodec(codec.PayloadKeys.parse(KEYS)).encrypt(_json_payload(WORD))
+    sealed = codec.Encryption(codec.PayloadKeys.parse(KEYS)).encrypt(_json_payload(WORD))
     packed = codec.compress(_json_payload(WORD * 100), 1)
     body = _body(_json_payload(WORD), sealed, packed)
     async with serve_gateway(settings, client) as url, httpx.AsyncClient(base_url=url) as http:

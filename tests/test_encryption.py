@@ -88,7 +88,7 @@ def payloads(message: Message, *, plaintext: bool = False) -> list[Payload]:
     return found
 
 
-def decrypted(message: Message, keys: codec.EncryptionCodec) -> Message:
+def decrypted(message: Message, keys: codec.Encryption) -> Message:
     """``message`` with every payload in it decrypted in place, as the codec server does
     for the Web UI."""
     for payload in payloads(message):
@@ -181,7 +181,7 @@ async def test_a_threads_history_holds_none_of_its_words_and_the_codec_reads_the
         assert not shown(WORDS, history)
         for payload in payloads(history):
             assert payload.metadata["encoding"] == codec.ENCODING
-    keys = codec.EncryptionCodec(codec.PayloadKeys.parse(TEST_PAYLOAD_KEYS))
+    keys = codec.Encryption(codec.PayloadKeys.parse(TEST_PAYLOAD_KEYS))
     readable = [decrypted(history, keys) for history in runs]
     assert set().union(*(shown(WORDS, history) for history in readable)) == set(WORDS)
     # The email went out with the edited arguments, as the first run's history says.
@@ -236,7 +236,7 @@ async def test_a_failures_message_is_encrypted_too(client: Client) -> None:
         ]
         assert failures and all(failure.message == "Encoded failure" for failure in failures)
         assert not any(shown(("marmalade",), history) for history in runs)
-        keys = codec.EncryptionCodec(codec.PayloadKeys.parse(TEST_PAYLOAD_KEYS))
+        keys = codec.Encryption(codec.PayloadKeys.parse(TEST_PAYLOAD_KEYS))
         assert shown(("marmalade",), decrypted(failures[0], keys))
 
 
