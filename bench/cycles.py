@@ -23,28 +23,33 @@ import httpx
 from bench.conversation import AGENT
 from bench.cpu import CpuSplit, cpu_now
 from bench.reads import Reads
+from bench.server_work import ServerWork, settled_work
 from bench.stack import Stack
 from bench.stats import Summary
 
 
 @dataclass(frozen=True)
 class Cycles:
-    """Timed operations (cycles or resumes), the CPU the stack spent on all of them and
-    the reads the gateway made meanwhile (:mod:`bench.reads`)."""
+    """Timed operations (cycles or resumes), the CPU the stack spent on all of them, the
+    reads the gateway made meanwhile (:mod:`bench.reads`) and the work the Temporal server
+    did (:mod:`bench.server_work`)."""
 
     summary: Summary
     cpu: CpuSplit
     reads: Reads
+    work: ServerWork
 
     @classmethod
     def pooled(cls, batches: Iterable[Cycles]) -> Cycles:
-        """Batches taken apart, as one (:meth:`Summary.pooled`), their CPU added."""
+        """Batches taken apart, as one (:meth:`Summary.pooled`), their CPU, reads and the
+        server's work added."""
         parts = list(batches)
-        cpu, reads = CpuSplit(0.0, 0.0), Reads()
+        cpu, reads, work = CpuSplit(0.0, 0.0), Reads(), ServerWork()
         for part in parts:
             cpu += part.cpu
             reads += part.reads
-        return cls(Summary.pooled(part.summary for part in parts), cpu, reads)
+            work += part.work
+        return cls(Summary.pooled(part.summary for part in parts), cpu, reads, work)
 
     @property
     def cpu_each(self) -> CpuSplit:
@@ -145,13 +150,17 @@ async def measure_resumes(
 async def metered(
     stack: Stack, latencies: list[float], clients: Iterable[Coroutine[Any, Any, None]]
 ) -> Cycles:
-    """Run ``clients`` at once, which add to ``latencies``; what they took."""
+    """Run ``clients`` at once, which add to ``latencies``; what they took. The server's
+    counters are read outside the CPU's window, once they hold what came before."""
+    work = await settled_work(stack.metrics_url)
     cpu, reads = cpu_now(stack.server_pid), stack.reads.reads
     began = time.perf_counter()
     await asyncio.gather(*clients)
     elapsed = time.perf_counter() - began
+    spent = cpu_now(stack.server_pid) - cpu
     return Cycles(
         Summary(tuple(latencies), elapsed),
-        cpu_now(stack.server_pid) - cpu,
+        spent,
         stack.reads.reads - reads,
+        await settled_work(stack.metrics_url) - work,
     )

@@ -16,7 +16,6 @@ import asyncio
 import os
 import secrets
 import signal
-import socket
 import sys
 import time
 import uuid
@@ -29,7 +28,7 @@ import httpx
 from pydantic import SecretStr
 from temporalio.client import Client
 
-from bench.stack import TEMPORAL_CLI
+from bench.stack import TEMPORAL_CLI, free_port
 from settings import RUN_COMPRESS_FROM, Settings, embedded_server_flags
 from worker import ensure_search_attributes, promote_first_build
 
@@ -53,14 +52,6 @@ class Deployed:
     gateway_pid: int
     database: Path
     """The dev server's SQLite file (its ``-wal`` beside it)."""
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now (the OS picks it)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def rss_bytes(pid: int) -> int:

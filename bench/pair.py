@@ -39,9 +39,10 @@ import httpx
 
 from bench.cpu import children, cpu_seconds
 from bench.cycles import cycle
-from bench.deployed import ROOT, free_port, healthy, stop
+from bench.deployed import ROOT, healthy, stop
 from bench.growth import WINDOW, CpuReader, Mark, Side, in_rounds, marks_of
 from bench.report import ordinal
+from bench.stack import free_port
 from bench.stats import Summary
 
 PROCESSES = ("temporal", "worker", "gateway")

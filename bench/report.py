@@ -165,14 +165,28 @@ def render_cpu(
             f"{taken.reads.queries / count:9.2f}{taken.reads.history / count:7.2f}"
         )
 
-    lines += [row(f"cycle c={c}", taken) for c, taken in cycles.items()]
-    lines += [row(f"floor cycle c={c}", taken) for c, taken in floors.items()]
+    named = [(f"cycle c={c}", taken) for c, taken in cycles.items()]
+    named += [(f"floor cycle c={c}", taken) for c, taken in floors.items()]
     if resumes is not None:
-        lines.append(row("resume only c=16", resumes))
+        named.append(("resume only c=16", resumes))
+    lines += [row(name, taken) for name, taken in named]
     if idle is not None:
         lines.append(
             f"  {'idle, per second':<{NAME_WIDTH}}{'':>22}"
             f"{idle.server * 1000:11.1f}{idle.bench * 1000:11.1f}{idle.total * 1000:10.1f}"
+        )
+    lines += [
+        "The same, what the dev server did per cycle (its own counters): workflow tasks, "
+        "activity tasks,",
+        "writes of a workflow's state, writes of its visibility record, queries",
+        f"  {'':<{NAME_WIDTH}}{'wf tasks':>10}{'activities':>11}{'state':>8}"
+        f"{'visibility':>11}{'queries':>9}",
+    ]
+    for name, taken in named:
+        work = taken.work.per(taken.summary.count)
+        lines.append(
+            f"  {name:<{NAME_WIDTH}}{work.workflow_tasks:10.2f}{work.activity_tasks:11.2f}"
+            f"{work.state_writes:8.2f}{work.visibility_writes:11.2f}{work.queries:9.2f}"
         )
     return "\n".join(lines)
 

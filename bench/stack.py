@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import socket
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -65,6 +66,8 @@ class Stack:
     reads: ReadCount
     server_pid: int
     """The dev server's process (:func:`bench.cpu.server_pid`)."""
+    metrics_url: str
+    """The dev server's Prometheus metrics (:mod:`bench.server_work`)."""
 
 
 @asynccontextmanager
@@ -75,6 +78,7 @@ async def running_stack(
     server last, on exit. Every client compresses large payloads as ``make run`` does
     and, with ``payload_keys``, encrypts (``codec.py``); ``versioned``, the engine's
     worker is the first build of a Worker Deployment (``AGUI_WORKER_DEPLOYMENT``)."""
+    metrics_port = free_port()
     with _stdout_to_stderr():
         env = await WorkflowEnvironment.start_local(
             dev_server_existing_path=str(TEMPORAL_CLI),
@@ -83,7 +87,10 @@ async def running_stack(
             ).data_converter(),
             search_attributes=search_attributes.ALL,
             dev_server_log_level="error",
-            dev_server_extra_args=embedded_server_flags(on_file=False),
+            dev_server_extra_args=[
+                *embedded_server_flags(on_file=False),
+                *("--metrics-port", str(metrics_port)),
+            ],
         )
     try:
         secret = secrets.token_urlsafe(32)
@@ -122,9 +129,18 @@ async def running_stack(
                 gateway_client,
                 reads,
                 server_pid(),
+                f"http://127.0.0.1:{metrics_port}/metrics",
             )
     finally:
         await env.shutdown()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (the OS picks it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 @contextmanager

