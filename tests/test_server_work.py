@@ -14,6 +14,7 @@ first task runs on its own or carries the next run depends on how soon that run 
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 from bench.cycles import cycle
 from bench.server_work import ServerWork, settled_work
@@ -38,7 +39,13 @@ async def test_a_cycle_is_three_workflow_tasks_and_four_visibility_writes() -> N
     )
     try:
         async with serve_stack(
-            env.client, task_queue, worker_deployment=deployment, worker_build_id="b1"
+            env.client,
+            task_queue,
+            worker_deployment=deployment,
+            worker_build_id="b1",
+            # Temporal's default, not the suite's second: on a busy machine a task left
+            # that long on the worker's sticky queue would be scheduled again, and counted.
+            worker_sticky_queue_seconds=10,
         ) as stack:
             await promote_first_build(env.client, build)
             await cycle(stack.http)  # the deployment's first workflows, and the caches
@@ -50,7 +57,9 @@ async def test_a_cycle_is_three_workflow_tasks_and_four_visibility_writes() -> N
             work = (await settled_work(metrics_url) - before).per(CYCLES)
     finally:
         await env.shutdown()
-    assert work == ServerWork(
+    # Queries are left out: a run that outlasts the gateway's first 50 ms is read by one,
+    # as a busy machine's runs may.
+    assert replace(work, queries=0) == ServerWork(
         # The first run's task; the resume's, which schedules send_email; the one after it.
         workflow_tasks=3,
         activity_tasks=1,
@@ -58,6 +67,4 @@ async def test_a_cycle_is_three_workflow_tasks_and_four_visibility_writes() -> N
         state_writes=7,
         # The record opened, then one write per workflow task: each publishes the status.
         visibility_writes=4,
-        # Both runs end before the gateway's first read: their events come with the update.
-        queries=0,
     )
