@@ -9,7 +9,10 @@ encrypted: ``make run`` with free ports and a fresh ``.data``), with the environ
 variables given for it. The interrupt cycles (:func:`bench.cycles.cycle`) then go to one
 stack and to the other in turns, the order swapped every round, and each of a stack's
 processes (Temporal, worker, gateway) is read from ``/proc`` around its own turns. A
-difference a build shows in one pairing should show again with the two swapped.
+difference a build shows in one pairing should show again with the two swapped. Each
+stack's Temporal server serves that stack alone, so its own counters, read before and
+after a concurrency's turns (:mod:`bench.server_work`), say exactly what a cycle asked of
+it: a change to a cycle's workflow tasks or writes shows there without noise.
 
 With ``--turns N``, each stack gets conversations instead (``bench.growth``'s turns: an
 interrupt cycle each, the conversation and the state resent), read at turns 2, N/4, N/2
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -42,6 +46,7 @@ from bench.cycles import cycle
 from bench.deployed import ROOT, healthy, stop
 from bench.growth import WINDOW, CpuReader, Mark, Side, in_rounds, marks_of
 from bench.report import ordinal
+from bench.server_work import ServerWork, settled_work
 from bench.stack import free_port
 from bench.stats import Summary
 
@@ -53,6 +58,8 @@ connections."""
 REQUEST_SECONDS = 120.0
 """How long one of the bench's requests may take: the first waits while
 ``scripts/run.py`` makes its build current."""
+METRICS_BANNER = re.compile(rb"Temporal Metrics:\s+(\S+)")
+"""Where the dev server's banner (in the stack's ``run.log``) says it serves its metrics."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,8 @@ class Tally:
     latencies: list[float] = field(default_factory=list)
     elapsed: float = 0.0
     cpu: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PROCESSES, 0.0))
+    work: ServerWork = ServerWork()
+    """What the stack's Temporal server did meanwhile (:mod:`bench.server_work`)."""
 
     def cpu_ms_each(self) -> dict[str, float]:
         """Each process's CPU milliseconds per cycle."""
@@ -83,10 +92,12 @@ class Tally:
 
 @dataclass(frozen=True)
 class Running:
-    """A started stack: its gateway's client and its processes' pids."""
+    """A started stack: its gateway's client, its processes' pids and its Temporal
+    server's metrics."""
 
     http: httpx.AsyncClient
     pids: dict[str, int]
+    metrics_url: str
 
 
 def _checkout(ref: str, into: Path) -> None:
@@ -162,9 +173,21 @@ async def running(build: Build, directory: Path) -> AsyncIterator[Running]:
         ) as http:
             for _ in range(WARMUP_CYCLES):
                 await cycle(http)
-            yield Running(http, _children(process.pid))
+            yield Running(http, _children(process.pid), _metrics_url(directory / "run.log"))
     finally:
         await stop(process)
+
+
+def _metrics_url(log: Path) -> str:
+    """The metrics URL in the dev server's banner, which ``log`` holds once it serves.
+
+    Raises:
+        RuntimeError: The banner is not there.
+    """
+    found = METRICS_BANNER.search(log.read_bytes())
+    if found is None:
+        raise RuntimeError(f"no 'Temporal Metrics:' line in {log}")
+    return found.group(1).decode()
 
 
 async def _turn(stack: Running, tally: Tally, cycles: int, concurrency: int) -> None:
@@ -197,12 +220,21 @@ async def measure(
             ]
             for concurrency in concurrencies:
                 tallies = [Tally(), Tally()]
+                before = await _settled(pair)
                 for round_ in range(rounds):
                     order = (0, 1) if round_ % 2 == 0 else (1, 0)
                     for side in order:
                         await _turn(pair[side], tallies[side], cycles, concurrency)
+                for tally, now, then in zip(tallies, await _settled(pair), before, strict=True):
+                    tally.work = now - then
                 results[concurrency] = tallies
     return results
+
+
+async def _settled(pair: list[Running]) -> list[ServerWork]:
+    """Each stack's server work so far, once its counters hold all of it; each server
+    serves its own stack alone, so its turns are all it counts."""
+    return list(await asyncio.gather(*(settled_work(stack.metrics_url) for stack in pair)))
 
 
 async def measure_growth(builds: tuple[Build, Build], turns: int) -> list[tuple[Mark, ...]]:
@@ -276,6 +308,14 @@ def render(builds: tuple[Build, Build], results: dict[int, list[Tally]]) -> str:
                 f" {totals[-1]:6.1f}"
             )
         lines.append(f"  B's CPU per cycle / A's: {totals[1] / totals[0]:.2f}")
+        for build, tally in zip(builds, tallies, strict=True):
+            work = tally.work.per(len(tally.latencies))
+            lines.append(
+                f"  {build.label}'s server per cycle: {work.workflow_tasks:.2f} workflow tasks,"
+                f" {work.activity_tasks:.2f} activity tasks, {work.state_writes:.2f} state"
+                f" writes, {work.visibility_writes:.2f} visibility writes,"
+                f" {work.queries:.2f} queries"
+            )
     return "\n".join(lines)
 
 
