@@ -89,7 +89,8 @@ async def running_stack(
             dev_server_log_level="error",
             dev_server_extra_args=[
                 *embedded_server_flags(on_file=False),
-                *("--metrics-port", str(metrics_port)),
+                "--metrics-port",
+                str(metrics_port),
             ],
         )
     try:
