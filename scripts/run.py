@@ -35,9 +35,15 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
-from temporalio.client import Client
+from temporalio.client import (
+    Client,
+    WorkflowContinuedAsNewError,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
 from temporalio.common import WorkerDeploymentVersion
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError
@@ -82,11 +88,17 @@ WORKER_CODE = (
 )
 """What the worker imports of this tree: a build is a version of these."""
 MOVE_POLL_SECONDS = 1.0
+"""How often a move signals the next workflows (``MOVES_AT_ONCE``): a pace, so the
+moves leave the machine room for the runs clients start meanwhile."""
 MOVES_AT_ONCE = 16
 """The most workflows of an earlier build that are signalled to move and have not moved
 yet: each move replays its thread on the earlier build and starts its next run on this
 one, so signalling a thousand at once would queue a thousand workflow tasks ahead of the
 runs clients start meanwhile."""
+MOVE_SECONDS = 10.0
+"""How long a signalled workflow counts as on its way (``MOVES_AT_ONCE``): a thread
+moves at its next rest, so one busy with a long run moves after it, and is signalled
+again on the next pass."""
 
 
 @dataclass
@@ -422,27 +434,53 @@ async def retire(
         services.append(worker)
         await worker.start()
         log(f"moving the workflows of build {kept.name} (an earlier start's code) to {build}")
-        signaled: set[str] = set()
         while (await client.count_workflows(pinned)).count:
-            left = {e.run_id: e.id async for e in client.list_workflows(pinned)}
-            for run_id in to_signal(left, signaled):
-                signaled.add(run_id)
-                handle = client.get_workflow_handle(left[run_id], run_id=run_id)
-                with contextlib.suppress(RPCError):  # It ended meanwhile.
-                    await handle.signal(UPGRADE_SIGNAL)
-            await asyncio.sleep(MOVE_POLL_SECONDS)
+            await move(client, pinned)
         await worker.stop()
         services.remove(worker)
         log(f"build {kept.name}: every workflow moved to {build}")
     shutil.rmtree(kept)
 
 
-def to_signal(left: dict[str, str], signaled: set[str]) -> list[str]:
-    """Of the workflow runs still pinned to an earlier build (``left``, run id to workflow
-    id), those to signal now: not signalled yet, while fewer than ``MOVES_AT_ONCE`` of
-    those signalled are still pinned."""
-    room = MOVES_AT_ONCE - len(signaled & left.keys())
-    return [run_id for run_id in left if run_id not in signaled][: max(room, 0)]
+async def move(client: Client, pinned: str) -> None:
+    """Signal the workflow runs the query ``pinned`` lists to move to the current build:
+    every ``MOVE_POLL_SECONDS``, as many as keep ``MOVES_AT_ONCE`` on their way. The list
+    is read once, as the moves go, where reading it whole at each look cost the server
+    and this process the more the more threads were left."""
+    on_their_way = 0
+
+    async def one(handle: WorkflowHandle[Any, Any]) -> None:
+        nonlocal on_their_way
+        try:
+            await move_one(handle)
+        finally:
+            on_their_way -= 1
+
+    async with asyncio.TaskGroup() as moves:
+        listed = aiter(client.list_workflows(pinned))
+        while True:
+            for _ in range(MOVES_AT_ONCE - on_their_way):
+                execution = await anext(listed, None)
+                if execution is None:
+                    return  # once the moves on their way are done
+                on_their_way += 1
+                moves.create_task(
+                    one(client.get_workflow_handle(execution.id, run_id=execution.run_id))
+                )
+            await asyncio.sleep(MOVE_POLL_SECONDS)
+
+
+async def move_one(handle: WorkflowHandle[Any, Any]) -> None:
+    """Signal ``handle``'s workflow run to move; return once it has (the run closed, as
+    it continued as new on the current build), or after ``MOVE_SECONDS`` while it is
+    busy with a run, which it moves after."""
+    with contextlib.suppress(RPCError):  # It ended meanwhile.
+        await handle.signal(UPGRADE_SIGNAL)
+    with contextlib.suppress(
+        WorkflowContinuedAsNewError, WorkflowFailureError, RPCError, TimeoutError
+    ):
+        async with asyncio.timeout(MOVE_SECONDS):
+            await handle.result(follow_runs=False)
 
 
 async def search_attributes_ready(env: dict[str, str]) -> None:

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -23,11 +24,18 @@ import jwt
 import pytest
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
-from temporalio.client import Client
+from temporalio.client import (
+    Client,
+    Interceptor,
+    OutboundInterceptor,
+    SignalWorkflowInput,
+    WorkflowExecutionStatus,
+)
 from temporalio.common import WorkerDeploymentVersion
 
 import codec
 from gateway import tokens
+from gateway.streaming import thread_handle
 from settings import RUN_COMPRESS_FROM, Settings
 from tests.helpers import (
     TEST_SECRET,
@@ -38,11 +46,13 @@ from tests.helpers import (
     post_run,
     run_input,
     serve_gateway,
+    serve_stack,
     wait_until_healthy,
 )
 from tests.processes import child_processes
 from tests.test_deploys import approve
 from tests.test_worker_versioning import pinned_to
+from workflows.thread_ids import workflow_id_for
 
 ROOT = Path(__file__).resolve().parent.parent
 PORT_VARIABLES = ("AGUI_TEMPORAL_PORT", "AGUI_TEMPORAL_UI_PORT", "AGUI_GATEWAY_PORT")
@@ -410,27 +420,61 @@ async def test_a_start_with_changed_code_moves_the_threads_of_the_earlier_build(
             assert events[-1]["outcome"] == {"type": "success"}
 
 
-def test_an_earlier_builds_workflows_are_signalled_a_few_at_a_time(
-    launcher: ModuleType, monkeypatch: pytest.MonkeyPatch
+async def test_an_earlier_builds_workflows_move_a_few_at_a_time(
+    launcher: ModuleType, client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """So the runs clients start meanwhile do not queue behind every move at once."""
-    monkeypatch.setattr(launcher, "MOVES_AT_ONCE", 3)
-    left = {f"run-{n}": f"thread-{n}" for n in range(8)}
-    signaled: set[str] = set()
+    """Every workflow run listed is signalled and moves (continues as new), and the next
+    is signalled only once one on its way has moved: the runs clients start meanwhile
+    queue behind a few moves, never behind all of them."""
+    monkeypatch.setattr(launcher, "MOVES_AT_ONCE", 2)
+    signalled: dict[str, float] = {}
+    recording = Client(**(client.config() | {"interceptors": [SignalTimes(signalled)]}))
+    async with serve_stack(client) as stack:
+        threads = [new_thread() for _ in range(5)]
+        for thread_id in threads:
+            await post_run(stack.http, "demo", run_input(thread_id, "r1", "mail a@example.com"))
+        # Each thread rests in the workflow run it continued as new into after its run.
+        runs = [(await thread_handle(client, t).describe()).run_id for t in threads]
+        listed = f"RunId IN ({', '.join(repr(run) for run in runs)})"
 
-    first = launcher.to_signal(left, signaled)
-    assert first == ["run-0", "run-1", "run-2"]
-    signaled.update(first)
-    assert launcher.to_signal(left, signaled) == []
+        async def all_listed() -> bool:
+            return (await client.count_workflows(listed)).count == len(runs)
 
-    # Two have moved (no longer pinned); one signalled is still on its way.
-    del left["run-0"], left["run-1"]
-    second = launcher.to_signal(left, signaled)
-    assert second == ["run-3", "run-4"]
-    signaled.update(second)
-    # All three on their way have moved: the last three go.
-    del left["run-2"], left["run-3"], left["run-4"]
-    assert launcher.to_signal(left, signaled) == ["run-5", "run-6", "run-7"]
+        await eventually(all_listed, what="the threads' workflow runs in visibility")
+        await launcher.move(recording, f'{listed} AND ExecutionStatus="Running"')
+
+    closed: dict[str, float] = {}
+    for thread_id, run in zip(threads, runs, strict=True):
+        handle = client.get_workflow_handle(workflow_id_for(thread_id), run_id=run)
+        described = await handle.describe()
+        assert described.status == WorkflowExecutionStatus.CONTINUED_AS_NEW
+        assert described.close_time is not None
+        closed[run] = described.close_time.timestamp()
+    assert set(signalled) == set(runs)
+    for run, at in signalled.items():
+        on_their_way = [other for other in runs if signalled[other] <= at < closed[other]]
+        assert run in on_their_way and len(on_their_way) <= 2
+
+
+class SignalTimes(Interceptor):
+    """Notes when each workflow run was signalled, by run id."""
+
+    def __init__(self, times: dict[str, float]) -> None:
+        self.times = times
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        return _SignalTimes(next, self.times)
+
+
+class _SignalTimes(OutboundInterceptor):
+    def __init__(self, next: OutboundInterceptor, times: dict[str, float]) -> None:
+        super().__init__(next)
+        self.times = times
+
+    async def signal_workflow(self, input: SignalWorkflowInput) -> None:
+        assert input.run_id is not None
+        self.times[input.run_id] = time.time()
+        await self.next.signal_workflow(input)
 
 
 def test_large_payloads_are_compressed_once_no_earlier_build_runs(
