@@ -428,14 +428,17 @@ async def test_an_earlier_builds_workflows_move_a_few_at_a_time(
     queue behind a few moves, never behind all of them."""
     monkeypatch.setattr(launcher, "MOVES_AT_ONCE", 2)
     signalled: dict[str, float] = {}
-    recording = Client(**(client.config() | {"interceptors": [SignalTimes(signalled)]}))
+    config = client.config()
+    config["interceptors"] = [*config["interceptors"], SignalTimes(signalled)]
+    recording = Client(**config)
     async with serve_stack(client) as stack:
         threads = [new_thread() for _ in range(5)]
         for thread_id in threads:
             await post_run(stack.http, "demo", run_input(thread_id, "r1", "mail a@example.com"))
         # Each thread rests in the workflow run it continued as new into after its run.
         runs = [(await thread_handle(client, t).describe()).run_id for t in threads]
-        listed = f"RunId IN ({', '.join(repr(run) for run in runs)})"
+        quoted = ", ".join(f"'{run}'" for run in runs)
+        listed = f"RunId IN ({quoted})"
 
         async def all_listed() -> bool:
             return (await client.count_workflows(listed)).count == len(runs)
