@@ -447,27 +447,25 @@ async def move(client: Client, pinned: str) -> None:
     every ``MOVE_POLL_SECONDS``, as many as keep ``MOVES_AT_ONCE`` on their way. The list
     is read once, as the moves go, where reading it whole at each look cost the server
     and this process the more the more threads were left."""
-    on_their_way = 0
+    on_their_way: list[asyncio.Task[None]] = []
+    try:
+        async for execution in client.list_workflows(pinned):
+            while len(on_their_way) >= MOVES_AT_ONCE:
+                await asyncio.sleep(MOVE_POLL_SECONDS)
+                on_their_way = still_moving(on_their_way)
+            handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+            on_their_way.append(asyncio.create_task(move_one(handle)))
+        await asyncio.gather(*on_their_way)
+    finally:
+        for task in on_their_way:
+            task.cancel()
 
-    async def one(handle: WorkflowHandle[Any, Any]) -> None:
-        nonlocal on_their_way
-        try:
-            await move_one(handle)
-        finally:
-            on_their_way -= 1
 
-    async with asyncio.TaskGroup() as moves:
-        listed = aiter(client.list_workflows(pinned))
-        while True:
-            for _ in range(MOVES_AT_ONCE - on_their_way):
-                execution = await anext(listed, None)
-                if execution is None:
-                    return  # once the moves on their way are done
-                on_their_way += 1
-                moves.create_task(
-                    one(client.get_workflow_handle(execution.id, run_id=execution.run_id))
-                )
-            await asyncio.sleep(MOVE_POLL_SECONDS)
+def still_moving(moves: list[asyncio.Task[None]]) -> list[asyncio.Task[None]]:
+    """Those of ``moves`` not done yet; raises what a done one raised."""
+    for done in (task for task in moves if task.done()):
+        done.result()
+    return [task for task in moves if not task.done()]
 
 
 async def move_one(handle: WorkflowHandle[Any, Any]) -> None:
