@@ -445,8 +445,8 @@ async def retire(
 async def move(client: Client, pinned: str) -> None:
     """Signal the workflow runs the query ``pinned`` lists to move to the current build:
     every ``MOVE_POLL_SECONDS``, as many as keep ``MOVES_AT_ONCE`` on their way. The list
-    is read once, as the moves go, where reading it whole at each look cost the server
-    and this process the more the more threads were left."""
+    is read once, as the moves go: read whole at each look, it cost the server and this
+    process more the more threads were left (``docs/bench.md``)."""
     on_their_way: list[asyncio.Task[None]] = []
     try:
         async for execution in client.list_workflows(pinned):
