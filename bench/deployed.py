@@ -111,7 +111,7 @@ async def deployed(
         "AGUI_MAX_STREAMS_PER_PRINCIPAL": str(settings.max_streams_per_principal),
         "AGUI_GATEWAY_HOST": "127.0.0.1",
         "AGUI_GATEWAY_PORT": str(gateway_port),
-        "AGUI_COMPRESS_PAYLOADS_FROM": str(RUN_COMPRESS_FROM),
+        "AGUI_COMPRESS_PAYLOADS_FROM": str(settings.compress_payloads_from),
     }
     if payload_keys is not None:
         env["AGUI_PAYLOAD_KEYS"] = payload_keys.get_secret_value()

@@ -64,8 +64,9 @@ class _Counting(OutboundInterceptor):
         return self.next.fetch_workflow_history_events(input)
 
 
-def counted(client: Client, count: ReadCount) -> Client:
-    """``client``, sharing its connection, with its reads counted in ``count``."""
+def counted(client: Client, count: Interceptor) -> Client:
+    """``client``, sharing its connection, with ``count`` (an interceptor that counts
+    its calls, :class:`ReadCount` its reads) added to its interceptors."""
     config = client.config()
     config["interceptors"] = [*config["interceptors"], count]
     return Client(**config)

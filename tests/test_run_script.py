@@ -34,6 +34,7 @@ from temporalio.client import (
 from temporalio.common import WorkerDeploymentVersion
 
 import codec
+from bench.reads import counted
 from gateway import tokens
 from gateway.streaming import thread_handle
 from settings import RUN_COMPRESS_FROM, Settings
@@ -428,9 +429,7 @@ async def test_an_earlier_builds_workflows_move_a_few_at_a_time(
     queue behind a few moves, never behind all of them."""
     monkeypatch.setattr(launcher, "MOVES_AT_ONCE", 2)
     signalled: dict[str, float] = {}
-    config = client.config()
-    config["interceptors"] = [*config["interceptors"], SignalTimes(signalled)]
-    recording = Client(**config)
+    recording = counted(client, SignalTimes(signalled))
     async with serve_stack(client) as stack:
         threads = [new_thread() for _ in range(5)]
         for thread_id in threads:

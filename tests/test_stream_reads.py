@@ -21,6 +21,7 @@ from temporalio.client import (
     WorkflowHistoryEventAsyncIterator,
 )
 
+import bench.reads
 from activities.openai_chat import OpenAIModel
 from gateway import streaming
 from tests.chat_server import ChatServer, Reply, ScriptedCall
@@ -98,8 +99,6 @@ async def _counted(
     client: Client, **settings_fields: Any
 ) -> AsyncIterator[tuple[ChatServer, Stack, Reads]]:
     reads = Reads()
-    config = client.config()
-    config["interceptors"] = [*config["interceptors"], reads]
     with ChatServer().serving() as server:
         agent = AgentDefinition(
             name="llm",
@@ -109,7 +108,9 @@ async def _counted(
             ),
             tools=[lookup],
         )
-        async with serve_stack(Client(**config), agents=[agent], **settings_fields) as stack:
+        async with serve_stack(
+            bench.reads.counted(client, reads), agents=[agent], **settings_fields
+        ) as stack:
             try:
                 yield server, stack, reads
             finally:
