@@ -8,6 +8,8 @@ conversation) for examples and tests.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -113,12 +115,22 @@ def tool_results(messages: Sequence[Message]) -> list[tuple[str, str]]:
     return [(names.get(call_id, ""), content) for call_id, content in results]
 
 
+SIGNAL_INTERVAL_SECONDS = 0.05
+"""The least time between two of a model activity's ``model_stream`` signals but its
+last. Each signal is a workflow task of its thread, so a model streaming 50 tokens a
+second would cost the thread 50 tasks a second; at most one signal per interval, 20,
+for tokens that wait half an interval on average (``docs/bench.md``, "Fewer, larger
+signals")."""
+
+
 class DeltaSender:
     """Streams a model activity's output to its thread workflow as it is generated.
 
-    Each piece goes out as soon as the previous signal has been delivered; pieces that
-    arrive meanwhile travel together in the next one. So the first token is never held
-    back, and a fast model costs one signal per round trip, not one per token.
+    The first piece goes out at once. Each later signal goes once the one before it has
+    been delivered and ``SIGNAL_INTERVAL_SECONDS`` after it was sent, holding every
+    piece that arrived meanwhile; :meth:`close` sends what is left without waiting. So
+    the first token is never held back, and a fast model costs a signal per interval,
+    not one per token.
     """
 
     def __init__(self) -> None:
@@ -128,6 +140,9 @@ class DeltaSender:
         )
         self._pending = ModelDelta(activity_id=info.activity_id, attempt=info.attempt)
         self._sending: asyncio.Task[None] | None = None
+        self._sent_at = -math.inf
+        """When the last signal was sent (the event loop's clock)."""
+        self._closing = asyncio.Event()
         self._broken = False
 
     def text(self, delta: str) -> None:
@@ -144,6 +159,7 @@ class DeltaSender:
 
     async def close(self) -> None:
         """Deliver what is still pending; the activity returns only after this."""
+        self._closing.set()
         while self._sending is not None:
             await self._sending
 
@@ -152,10 +168,17 @@ class DeltaSender:
             self._sending = asyncio.create_task(self._deliver())
 
     async def _deliver(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
             while not self._broken and (self._pending.text or self._pending.tool_calls):
+                wait = self._sent_at + SIGNAL_INTERVAL_SECONDS - loop.time()
+                if wait > 0:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(wait):
+                            await self._closing.wait()
                 batch = self._pending
                 self._pending = ModelDelta(activity_id=batch.activity_id, attempt=batch.attempt)
+                self._sent_at = loop.time()
                 await self._workflow.signal(STREAM_SIGNAL, batch)
         except RPCError as error:
             # Streaming is a preview: the reply itself is the activity's result, and the

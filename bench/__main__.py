@@ -223,12 +223,18 @@ async def _tokens(
     """Streamed replies, by how long the model thinks before its first token."""
     return {
         0.0: await measure_tokens(
-            http, model_server, stack.reads, counts.token_replies, counts.tokens_per_reply
+            http,
+            model_server,
+            stack.reads,
+            stack.metrics_url,
+            counts.token_replies,
+            counts.tokens_per_reply,
         ),
         THINKING_SECONDS: await measure_tokens(
             http,
             model_server,
             stack.reads,
+            stack.metrics_url,
             counts.thinking_replies,
             counts.tokens_per_reply,
             THINKING_SECONDS,

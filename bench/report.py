@@ -125,14 +125,15 @@ def render(results: Results) -> str:
     lines += [
         "",
         "Model tokens: leaving an OpenAI-compatible server -> TEXT_MESSAGE_CONTENT at the client;",
-        "the gateway's reads per second per open stream (queries, history long polls)",
-        f"{head}{'queries/s':>10}{'polls/s':>8}",
+        "the gateway's reads per second per open stream (queries, history long polls); the",
+        "dev server's workflow tasks per reply",
+        f"{head}{'queries/s':>10}{'polls/s':>8}{'wf tasks':>10}",
     ]
     for thinking, tokens in results.tokens.items():
         name = f"token delay, {thinking:g} s thinking" if thinking else "token delay"
         lines += [
             f"{_latency_row(name, tokens.delays)}{tokens.cost.queries_per_second:>10.1f}"
-            f"{tokens.cost.history_per_second:>8.1f}",
+            f"{tokens.cost.history_per_second:>8.1f}{tokens.work.workflow_tasks:>10.1f}",
             _latency_row("  its first tokens", tokens.first),
         ]
     lines += ["", render_growth(results.growth)]

@@ -22,6 +22,7 @@ import httpx
 
 from activities.openai_chat import OpenAIModel
 from bench.reads import ReadCount, StreamCost
+from bench.server_work import ServerWork, settled_work
 from bench.stats import Summary
 from tests.chat_server import ChatServer, Reply
 from workflows.sdk.agent import AgentDefinition
@@ -49,22 +50,27 @@ class Tokens:
     first: Summary
     """The delay of each reply's first token."""
     cost: StreamCost
+    work: ServerWork
+    """What the dev server did per reply: each ``model_stream`` signal is a workflow
+    task of the thread (``activities.chat.DeltaSender``)."""
 
 
 async def measure_tokens(
     http: httpx.AsyncClient,
     server: ChatServer,
     reads: ReadCount,
+    metrics_url: str,
     replies: int,
     tokens: int,
     thinking_seconds: float = 0.0,
 ) -> Tokens:
     """Stream ``replies`` replies of ``tokens`` tokens each, the first token of each
     ``thinking_seconds`` after the model was called; the gateway's reads are counted
-    in ``reads``."""
+    in ``reads``, the server's work read from ``metrics_url``."""
     delays: list[float] = []
     first: list[float] = []
     streaming = 0.0
+    work = await settled_work(metrics_url)
     before = reads.reads
     started = time.perf_counter()
     for _ in range(replies):
@@ -98,8 +104,10 @@ async def measure_tokens(
         delays += reply
         first += reply[:1]
     elapsed = time.perf_counter() - started
+    cost = StreamCost(reads.reads - before, streaming)
     return Tokens(
         Summary(tuple(delays), elapsed),
         Summary(tuple(first), elapsed),
-        StreamCost(reads.reads - before, streaming),
+        cost,
+        (await settled_work(metrics_url) - work).per(replies),
     )

@@ -4,8 +4,13 @@ its text and tool calls reach the SSE client while the model is still generating
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from activities.chat import SIGNAL_INTERVAL_SECONDS
 from tests.chat_server import ChatServer, Reply, ScriptedCall
 from tests.helpers import (
     Stack,
@@ -17,6 +22,8 @@ from tests.helpers import (
     sse_messages,
     types,
 )
+from workflows.models import STREAM_SIGNAL
+from workflows.thread_ids import workflow_id_for
 
 
 async def stream_until(
@@ -65,6 +72,50 @@ async def test_text_reaches_the_client_while_the_model_is_generating(
     assert request["tools"][0]["function"]["name"] == "weather"
     view = (await stack.http.get(f"/threads/{thread_id}")).json()
     assert view["messages"][-1]["content"] == "Hello world."
+
+
+async def stream_signals(client: Client, thread_id: str) -> list[datetime]:
+    """When the thread's workflow runs, each continued from the one before, received
+    each ``model_stream`` signal, in order."""
+    times: list[datetime] = []
+    run_id: str | None = None
+    while True:
+        history = await client.get_workflow_handle(
+            workflow_id_for(thread_id), run_id=run_id
+        ).fetch_history()
+        times[:0] = [
+            event.event_time.ToDatetime()
+            for event in history.events
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+            and event.workflow_execution_signaled_event_attributes.signal_name == STREAM_SIGNAL
+        ]
+        start = history.events[0].workflow_execution_started_event_attributes
+        if not start.continued_execution_run_id:
+            return times
+        run_id = start.continued_execution_run_id
+
+
+async def test_a_fast_models_pieces_travel_together_one_signal_per_interval(
+    llm: tuple[ChatServer, Stack],
+) -> None:
+    """Each ``model_stream`` signal is a workflow task of the thread: a model writing a
+    token every 10 ms costs about one per ``SIGNAL_INTERVAL_SECONDS``, not one per token,
+    and the client still gets every token."""
+    server, stack = llm
+    words = [f"w{i} " for i in range(20)]
+    server.script(Reply(text=words, interval_seconds=0.01))
+    thread_id = new_thread()
+
+    events = await post_run(stack.http, "llm", run_input(thread_id, "r1", "hi"))
+
+    assert text(events) == "".join(words)
+    assert stack.client is not None
+    signalled = await stream_signals(stack.client, thread_id)
+    assert len(signalled) >= 2
+    spread = (signalled[-1] - signalled[0]).total_seconds()
+    # The first and the last go without waiting, and the first's round trip may take
+    # up to an interval of the spread the server sees (a busy machine).
+    assert len(signalled) <= 4 + spread / SIGNAL_INTERVAL_SECONDS
 
 
 async def test_tool_calls_stream_as_args_and_the_results_go_back_to_the_model(
