@@ -116,11 +116,10 @@ def tool_results(messages: Sequence[Message]) -> list[tuple[str, str]]:
 
 
 SIGNAL_INTERVAL_SECONDS = 0.05
-"""The least time between two of a model activity's ``model_stream`` signals but its
-last. Each signal is a workflow task of its thread, so a model streaming 50 tokens a
-second would cost the thread 50 tasks a second; at most one signal per interval, 20,
-for tokens that wait half an interval on average (``docs/bench.md``, "Fewer, larger
-signals")."""
+"""The least time between two of a model activity's ``model_stream`` signals, but for
+its last. Each signal is a workflow task of the thread: a model writing 50 tokens a
+second cost it 50 tasks a second, and costs it 20, its tokens waiting half an interval
+for their signal on average (``docs/bench.md``, "Fewer, larger signals")."""
 
 
 class DeltaSender:

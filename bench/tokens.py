@@ -104,10 +104,9 @@ async def measure_tokens(
         delays += reply
         first += reply[:1]
     elapsed = time.perf_counter() - started
-    cost = StreamCost(reads.reads - before, streaming)
     return Tokens(
         Summary(tuple(delays), elapsed),
         Summary(tuple(first), elapsed),
-        cost,
+        StreamCost(reads.reads - before, streaming),
         (await settled_work(metrics_url) - work).per(replies),
     )
