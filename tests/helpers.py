@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import socket
 import sys
 import time
 import uuid
@@ -24,6 +23,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from bench.stack import free_port as free_port
 from gateway.app import create_app
 from gateway.streaming import thread_handle
 from gateway.tokens import mint
@@ -188,14 +188,6 @@ async def history_chain(client: Client, thread_id: str) -> list[WorkflowRunHisto
         )
         async for run_id, events in run_histories(client, thread_id)
     ]
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def eventually(
