@@ -27,6 +27,7 @@ from pathlib import Path
 import httpx
 from pydantic import SecretStr
 from temporalio.client import Client
+from temporalio.converter import DataConverter
 
 from bench.stack import TEMPORAL_CLI, free_port
 from settings import RUN_COMPRESS_FROM, Settings, embedded_server_flags
@@ -145,7 +146,7 @@ async def deployed(
 
     try:
         server = await start(*server_argv)
-        client = await _connected(address, settings)
+        client = await connected(address, settings.data_converter())
         # Usable before the first run, as ``make run`` does (``scripts/run.py``).
         await ensure_search_attributes(client)
         worker = await start(sys.executable, "worker.py")
@@ -161,12 +162,12 @@ async def deployed(
         logs.close()
 
 
-async def _connected(address: str, settings: Settings) -> Client:
+async def connected(address: str, data_converter: DataConverter) -> Client:
     """A client of the dev server at ``address``, once it answers."""
     deadline = time.monotonic() + STARTUP_SECONDS
     while True:
         try:
-            return await Client.connect(address, data_converter=settings.data_converter())
+            return await Client.connect(address, data_converter=data_converter)
         except RuntimeError:
             if time.monotonic() > deadline:
                 raise
