@@ -58,9 +58,8 @@ async def cycle(http: httpx.AsyncClient, thread_id: str, history: list[Message])
 
     def resume(interrupt_id: str) -> dict[str, Any]:
         entry = {"interruptId": interrupt_id, "status": "resolved", "payload": {}}
-        return {"threadId": thread_id, "runId": f"r{turn}-resume", "messages": history} | {
-            "resume": [entry]
-        }
+        run_id = f"r{turn}-resume"
+        return {"threadId": thread_id, "runId": run_id, "messages": history, "resume": [entry]}
 
     wrong = await http.post(PATH, json=resume("approve-another"))
     assert wrong.status_code == 422
