@@ -127,6 +127,12 @@ class Settings(BaseSettings):
     """How often the gateway reads a stream's new events while they flow; once a read
     brings none, it reads again when the thread's workflow has completed a workflow task,
     which a long poll of its history reports (``gateway/streaming.py``)."""
+    stream_first_read_seconds: float = Field(default=0.15, gt=0)
+    """How long after a run was accepted the gateway first reads its events, if it has not
+    ended by then. A run that ends sooner (an approval that runs a quick tool, a turn
+    that asks at once) arrives whole with its result, for no query; a longer one is read
+    from then on as ``stream_poll_seconds`` says. On a saturated stack such a query per
+    run was 7-13% of an interrupt cycle's CPU (``docs/bench.md``, "A run's first read")."""
     accept_seconds: float = Field(default=30.0, gt=0)
     """How long the gateway waits for a thread's workflow to take a run or a decision (a
     worker to accept the update) before it answers 503 ``THREAD_UNAVAILABLE``: when no

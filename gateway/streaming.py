@@ -165,12 +165,21 @@ class _Pace:
         history: The thread's workflow; pinned to a run, the pace watches that run
             alone; unpinned, the run current when it first looks, then each one after.
         poll_seconds: How often to read while events flow.
+        first_seconds: How long the first wait lasts instead (a pace starts as if
+            events flowed).
     """
 
-    def __init__(self, history: WorkflowHandle[Any, Any], poll_seconds: float) -> None:
+    def __init__(
+        self,
+        history: WorkflowHandle[Any, Any],
+        poll_seconds: float,
+        first_seconds: float | None = None,
+    ) -> None:
         self._history = history
         self._key = (history.id, history.run_id or "")
         self._poll_seconds = poll_seconds
+        self._next_seconds = poll_seconds if first_seconds is None else first_seconds
+        """How long the next wait lasts while events flow."""
         self._flowing = True
         self._token = _POSITIONS.get(self._key)
         """Where the history's long poll goes on from: where this process's paces (this
@@ -197,7 +206,8 @@ class _Pace:
 
     async def _wait(self, fallback_seconds: float) -> None:
         if self._flowing:
-            await asyncio.sleep(self._poll_seconds)
+            await asyncio.sleep(self._next_seconds)
+            self._next_seconds = self._poll_seconds
             return
         if not self._watching or not _WATCHING.take():
             await asyncio.sleep(fallback_seconds)
@@ -285,7 +295,7 @@ class AcceptedRun:
         client: Client,
         thread: WorkflowHandle[ThreadWorkflow, None],
         update: WorkflowUpdateHandle[RunReply],
-        poll_seconds: float,
+        settings: Settings,
         resend: Callable[[], Awaitable[WorkflowUpdateHandle[RunReply]]] | None = None,
         messages: Sequence[Message] = (),
         state: dict[str, Any] | None = None,
@@ -293,6 +303,8 @@ class AcceptedRun:
     ) -> None:
         """
         Args:
+            settings: How often to read the run while it is in flight
+                (``stream_first_read_seconds``, ``stream_poll_seconds``).
             resend: Sends the run again whole, for a run sent without the messages or
                 the state its thread has (``workflows.known_messages``,
                 ``workflows.known_state``), which the thread rejects when it does not
@@ -311,7 +323,8 @@ class AcceptedRun:
         self._messages = messages
         self._state = state
         self._known = known
-        self._poll_seconds = poll_seconds
+        self._poll_seconds = settings.stream_poll_seconds
+        self._first_read_seconds = settings.stream_first_read_seconds
         self._handed(update)
 
     def _handed(self, update: WorkflowUpdateHandle[RunReply]) -> None:
@@ -320,13 +333,13 @@ class AcceptedRun:
         query sent there waits about a second for one."""
         self._update = update
         self._run = self._client.get_workflow_handle(self._thread.id, run_id=update.workflow_run_id)
-        self._pace = _Pace(self._run, self._poll_seconds)
+        self._pace = _Pace(self._run, self._poll_seconds, self._first_read_seconds)
 
     async def pages(self) -> AsyncIterator[list[SequencedEvent]]:
         """See :meth:`RunStream.pages`.
 
-        The first read waits a poll interval: a run shorter than that arrives whole
-        with the update's result, for no query at all.
+        The first read waits ``stream_first_read_seconds``: a run shorter than that
+        arrives whole with the update's result, for no query at all.
         """
         result = asyncio.ensure_future(self._update.result())
         after = 0
@@ -614,7 +627,7 @@ async def start_run(
     new_thread = ThreadState(thread_id=run_input.thread_id, agent=agent.name, owner=principal)
     if opens_thread(run_input) and _new_thread_rejects(new_thread, request, agent) is None:
         update = await _start_with_run(client, settings, request, key)
-        return AcceptedRun(client, thread, update, settings.stream_poll_seconds)
+        return AcceptedRun(client, thread, update, settings)
     known, rest = known_messages.split(run_input.messages, sent.digests)
 
     async def send(request: RunRequest) -> WorkflowUpdateHandle[RunReply]:
@@ -631,7 +644,7 @@ async def start_run(
     try:
         if known is None and state is None:
             update = await send(request)
-            return AcceptedRun(client, thread, update, settings.stream_poll_seconds)
+            return AcceptedRun(client, thread, update, settings)
         left_out: dict[str, Any] = {"messages": rest}
         if state is not None:
             left_out["state"] = None
@@ -650,12 +663,12 @@ async def start_run(
         if rejection is not None:
             return RejectedRun(rejection)
         update = await _start_with_run(client, settings, request, key)
-        return AcceptedRun(client, thread, update, settings.stream_poll_seconds)
+        return AcceptedRun(client, thread, update, settings)
     return AcceptedRun(
         client,
         thread,
         update,
-        settings.stream_poll_seconds,
+        settings,
         resend=lambda: send(request),
         messages=run_input.messages,
         state=run_input.state if state is not None else None,

@@ -163,6 +163,32 @@ async def test_a_run_waiting_on_its_model_costs_no_queries_meanwhile(
     assert_valid_stream(events, thread_id)
 
 
+async def test_a_run_that_ends_before_its_first_read_costs_no_query(client: Client) -> None:
+    # The first read far off: the run outlasts many poll intervals, and ends before it.
+    async with _counted(client, stream_first_read_seconds=3600) as (server, stack, reads):
+        server.script(Reply(text=["Hel", "lo ", "wor", "ld."], hold_after=2))
+        thread_id = new_thread()
+        held = workflow_id_for(thread_id)
+        body = run_input(thread_id, "r1", "hi")
+        async with stack.http.stream("POST", "/agents/llm", json=body) as response:
+
+            async def holding() -> bool:
+                return server.holding
+
+            await eventually(holding, what="the model to be held midway")
+            # Time passes: other runs, on another thread, each a few poll intervals long.
+            other = new_thread()
+            for number in range(5):
+                await post_run_sse(stack.http, "llm", run_input(other, f"o{number}", "hi"))
+            server.release()
+            events = [event async for _, event in sse_messages(response)]
+
+    assert _text(events) == "Hello world."
+    assert_valid_stream(events, thread_id)
+    assert reads.queries[held] == 0
+    assert reads.fetches[held] == 0
+
+
 async def test_a_quiet_stream_watches_the_history_from_where_the_last_one_left_it(
     client: Client,
 ) -> None:
