@@ -131,8 +131,9 @@ class Settings(BaseSettings):
     """How long after a run was accepted the gateway first reads its events, if it has not
     ended by then. A run that ends sooner (an approval that runs a quick tool, a turn
     that asks at once) arrives whole with its result, for no query; a longer one is read
-    from then on as ``stream_poll_seconds`` says. On a saturated stack such a query per
-    run was 7-13% of an interrupt cycle's CPU (``docs/bench.md``, "A run's first read")."""
+    from then on as ``stream_poll_seconds`` says. On a saturated stack most runs outlast
+    one poll interval but not this, and a query each is a sizeable share of their CPU
+    (``docs/bench.md``, "A run's first read")."""
     accept_seconds: float = Field(default=30.0, gt=0)
     """How long the gateway waits for a thread's workflow to take a run or a decision (a
     worker to accept the update) before it answers 503 ``THREAD_UNAVAILABLE``: when no
