@@ -1,7 +1,8 @@
-"""What an open stream asks of Temporal: while its run waits (on the model's next token,
-say) the gateway makes no queries, yet what the run logs next reaches the client; a
-query still unanswered when the run ends does not hold its stream back; and what a
-query answers leaves out the conversation the client sent."""
+"""What an open stream asks of Temporal: a run that ends before its first read costs no
+read at all; while a run waits (on the model's next token, say) the gateway makes no
+queries, yet what the run logs next reaches the client; a query still unanswered when
+the run ends does not hold its stream back; and what a query answers leaves out the
+conversation the client sent."""
 
 from __future__ import annotations
 
