@@ -120,21 +120,6 @@ async def deployed(
         env["AGUI_WORKER_DEPLOYMENT"] = settings.worker_deployment
         env["AGUI_WORKER_BUILD_ID"] = settings.worker_build_id
     logs = (directory / "processes.log").open("ab")
-    server_argv = [
-        str(TEMPORAL_CLI),
-        "server",
-        "start-dev",
-        "--db-filename",
-        str(database),
-        *embedded_server_flags(),
-        "--ip",
-        "127.0.0.1",
-        "--port",
-        str(temporal_port),
-        "--headless",
-        "--log-level",
-        "warn",
-    ]
     started: list[asyncio.subprocess.Process] = []
 
     async def start(*argv: str) -> asyncio.subprocess.Process:
@@ -145,7 +130,7 @@ async def deployed(
         return process
 
     try:
-        server = await start(*server_argv)
+        server = await start(*server_argv(database, temporal_port))
         client = await connected(address, settings.data_converter())
         # Usable before the first run, as ``make run`` does (``scripts/run.py``).
         await ensure_search_attributes(client)
@@ -160,6 +145,18 @@ async def deployed(
         for process in reversed(started):
             await stop(process)
         logs.close()
+
+
+def server_argv(database: Path, port: int) -> list[str]:
+    """The dev server's command line as ``make run`` starts it (its SQLite file on
+    ``database``, the embedded server's settings), headless, on loopback ``port``."""
+    return [
+        str(TEMPORAL_CLI),
+        *("server", "start-dev", "--headless", "--log-level", "warn"),
+        *("--db-filename", str(database)),
+        *("--ip", "127.0.0.1", "--port", str(port)),
+        *embedded_server_flags(),
+    ]
 
 
 async def connected(address: str, data_converter: DataConverter) -> Client:

@@ -49,10 +49,10 @@ from temporalio.converter import DataConverter
 from temporalio.worker import Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from bench.deployed import ROOT, connected, healthy, stop
-from bench.stack import TEMPORAL_CLI, free_port
+from bench.deployed import ROOT, connected, healthy, server_argv, stop
+from bench.stack import free_port
 from bench.workflows import FloorCycleWorkflow, noop_tool
-from settings import embedded_server_flags
+from gateway.streaming import opens_thread
 from worker import promote_build
 
 TASK_QUEUE = "floor"
@@ -115,11 +115,7 @@ def create_app(client: Client) -> FastAPI:
                 ),
             ]
         else:
-            if any(message.role != "user" for message in run_input.messages):
-                paused = await client.get_workflow_handle(thread_id).start_update(
-                    FloorCycleWorkflow.pause, 0, wait_for_stage=WorkflowUpdateStage.ACCEPTED
-                )
-            else:
+            if opens_thread(run_input):
                 paused = await client.start_update_with_start_workflow(
                     FloorCycleWorkflow.pause,
                     0,
@@ -130,6 +126,10 @@ def create_app(client: Client) -> FastAPI:
                         task_queue=TASK_QUEUE,
                     ),
                     wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                )
+            else:
+                paused = await client.get_workflow_handle(thread_id).start_update(
+                    FloorCycleWorkflow.pause, 0, wait_for_stage=WorkflowUpdateStage.ACCEPTED
                 )
             await paused.result()
             call_id = f"call-{run_id}"
@@ -217,14 +217,8 @@ async def main(port: int) -> None:
         asyncio.get_running_loop().add_signal_handler(signum, interrupted.set)
     with tempfile.TemporaryDirectory(prefix="floor-") as data:
         try:
-            await start(
-                str(TEMPORAL_CLI),
-                *("server", "start-dev", "--headless", "--log-level", "warn"),
-                *("--db-filename", str(Path(data) / "temporal.sqlite")),
-                *("--ip", "127.0.0.1", "--port", str(temporal_port)),
-                *("--metrics-port", str(metrics_port)),
-                *embedded_server_flags(),
-            )
+            database = Path(data) / "temporal.sqlite"
+            await start(*server_argv(database, temporal_port), "--metrics-port", str(metrics_port))
             await start(*this, "--role", "worker")
             await start(*this, "--role", "http", "--port", str(port))
             await healthy(f"http://127.0.0.1:{port}", started)
