@@ -40,8 +40,14 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributeKey, VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
-from temporalio.worker import Replayer, Worker, WorkerDeploymentConfig, WorkflowRunner
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker import (
+    Replayer,
+    UnsandboxedWorkflowRunner,
+    Worker,
+    WorkerDeploymentConfig,
+    WorkflowRunner,
+)
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 import logs
 import tracing
@@ -259,16 +265,17 @@ def _check_model_names(agents: Mapping[str, AgentDefinition]) -> None:
             )
 
 
-WORKFLOW_RUNNER = SandboxedWorkflowRunner(
-    restrictions=SandboxRestrictions.default.with_passthrough_modules("workflows")
-)
-"""The sandbox, with the engine's workflow package passed through, as Temporal advises
-for modules whose calls are deterministic. Without it every new thread (and every
-continue-as-new) executed ``workflows/thread.py`` again in a fresh sandbox: the bench's
-interrupt cycles at c=16 went from 13 to 18 per second with it (``docs/bench.md``). The
-sandbox's restrictions still guard that code where it matters most, in the replay tests:
-``Replayer`` runs ``tests/histories`` in the default sandbox, which rejects a
-non-deterministic call (``datetime.now()``, ``random``) the recorded paths make."""
+WORKFLOW_RUNNER = UnsandboxedWorkflowRunner()
+"""Workflow code runs outside Temporal's sandbox. The sandbox's restrictions reach only
+the modules it imports afresh, and the workflow modules were all passed through (as
+Temporal advises for modules whose calls are deterministic; an agent's file imports its
+modules the same way, ``docs/agents.md``), so while threads ran they guarded only imports
+made inside a workflow's calls. For that the worker paid trips into the sandbox: one per
+activation, and several per payload of each workflow task to learn its serialization
+context, about a tenth of an interrupt cycle's CPU (``docs/bench.md``, "The workflow
+sandbox"). Determinism is guarded by replay: ``tests/test_replay.py`` replays recorded
+threads under the current code (:func:`build_replayer`, in the default sandbox), and a
+worker fails a workflow task whose commands differ from its history."""
 
 
 def build_worker(client: Client, settings: Settings, agents: Iterable[AgentDefinition]) -> Worker:
@@ -328,8 +335,9 @@ def build_replayer(
     the current code replays them (``tests/test_replay.py``).
 
     It runs the thread workflow in ``runner``, by default the default sandbox, whose
-    restrictions reject a non-deterministic call (``bench/replay.py`` passes the worker's
-    own, :data:`WORKFLOW_RUNNER`, to time what a worker replays), on task queue
+    restrictions reject a non-deterministic call in the lines of a workflow's own module
+    (``bench/replay.py`` passes the worker's runner, :data:`WORKFLOW_RUNNER`, to time what
+    a worker replays), on task queue
     ``replay-<build id>`` (as ``Replayer`` names it), where it serves ``agents``.
     """
     served.serve(f"replay-{REPLAY_BUILD_ID}", agents)

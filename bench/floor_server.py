@@ -47,13 +47,12 @@ from temporalio.client import Client, WithStartWorkflowOperation, WorkflowUpdate
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion, WorkflowIDConflictPolicy
 from temporalio.converter import DataConverter
 from temporalio.worker import Worker, WorkerDeploymentConfig
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from bench.deployed import ROOT, connected, healthy, server_argv, stop
 from bench.stack import free_port
 from bench.workflows import FloorCycleWorkflow, noop_tool
 from gateway.streaming import opens_thread
-from worker import promote_build
+from worker import WORKFLOW_RUNNER, promote_build
 
 TASK_QUEUE = "floor"
 PATH = "/agents/floor"
@@ -156,21 +155,18 @@ def create_app(client: Client) -> FastAPI:
 
 
 async def work(address: str) -> None:
-    """The floor's worker: :class:`FloorCycleWorkflow` and its no-op tool, the bench's
-    module passed through the sandbox as the engine's worker passes its own, and the
-    first and current build of a Worker Deployment, each workflow pinned to it, as
-    ``make run``'s worker is."""
+    """The floor's worker: :class:`FloorCycleWorkflow` and its no-op tool, run as the
+    engine's worker runs its workflows (``worker.WORKFLOW_RUNNER``), and the first and
+    current build of a Worker Deployment, each workflow pinned to it, as ``make run``'s
+    worker is."""
     client = await connected(address, DataConverter.default)
     version = WorkerDeploymentVersion(TASK_QUEUE, TASK_QUEUE)
-    runner = SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("bench")
-    )
     worker = Worker(
         client,
         task_queue=TASK_QUEUE,
         workflows=[FloorCycleWorkflow],
         activities=[noop_tool],
-        workflow_runner=runner,
+        workflow_runner=WORKFLOW_RUNNER,
         deployment_config=WorkerDeploymentConfig(
             version=version,
             use_worker_versioning=True,

@@ -31,7 +31,7 @@ from bench.workflows import BENCH_ACTIVITIES, BENCH_WORKFLOWS
 from gateway.app import create_app
 from gateway.tokens import mint
 from settings import RUN_COMPRESS_FROM, Settings, embedded_server_flags
-from worker import build_worker, promote_first_build
+from worker import WORKFLOW_RUNNER, build_worker, promote_first_build
 from workflows import search_attributes
 from workflows.sdk import AgentDefinition
 
@@ -56,7 +56,8 @@ class Stack:
     settings: Settings
     """The engine's settings; ``task_queue`` is the engine worker's."""
     bench_task_queue: str
-    """Where the bench's own workflows (floor, streaming variants) run."""
+    """Where the bench's own workflows (floor, streaming variants) run, as the engine's run
+    (``worker.WORKFLOW_RUNNER``)."""
     base_url: str
     """The gateway's ``http://127.0.0.1:<port>``."""
     headers: dict[str, str]
@@ -111,6 +112,7 @@ async def running_stack(
             task_queue=bench_task_queue,
             workflows=BENCH_WORKFLOWS,
             activities=BENCH_ACTIVITIES,
+            workflow_runner=WORKFLOW_RUNNER,
         )
         reads = ReadCount()
         gateway_client = counted(env.client, reads)

@@ -8,9 +8,10 @@ burst in flight while freeing almost nothing: the objects die by reference count
 the request is done. A higher threshold lets a burst pass without a collection; cyclic
 garbage is still collected once it reaches the threshold.
 
-The worker keeps CPython's default: a workflow evicted from its cache leaves cyclic
-garbage (its sandbox), which a high threshold lets pile up. ``docs/bench.md``, "The
-garbage collector", has both measurements.
+The worker keeps CPython's default: when its workflows ran in Temporal's sandbox, a
+workflow evicted from its cache left the sandbox as cyclic garbage, which a high
+threshold let pile up. ``docs/bench.md``, "The garbage collector", has both
+measurements.
 """
 
 from __future__ import annotations
