@@ -287,6 +287,29 @@ class RunStream(Protocol):
         ...
 
 
+FIRST_READ_PER_ACCEPTANCE = 2
+"""A run in flight is first read no sooner than this many times as long as it took to be
+accepted (:func:`first_read_seconds`)."""
+FIRST_READ_MAX_SECONDS = 1.0
+"""However long a run took to be accepted, its first read comes at most this long after."""
+
+
+def first_read_seconds(least: float, waited: float) -> float:
+    """How long after its acceptance a run is first read, if it has not ended: ``least``
+    (``stream_first_read_seconds``), or longer on a loaded stack.
+
+    A run is accepted by a workflow task, and each later task of the run (after a tool,
+    say) waits in the same queues, as long as that one did, give or take. So a run that
+    takes ``waited`` seconds to be accepted and needs only a task or two more, as most
+    do, is not read until :data:`FIRST_READ_PER_ACCEPTANCE` times that: on a saturated
+    stack it ends first, its events come whole with its result and it costs no query,
+    which would otherwise load the stack further (``docs/bench.md``, "A run's first
+    read under load"). A longer run's first events reach its client that much later, at
+    most :data:`FIRST_READ_MAX_SECONDS` after its acceptance.
+    """
+    return max(least, min(FIRST_READ_MAX_SECONDS, FIRST_READ_PER_ACCEPTANCE * waited))
+
+
 class AcceptedRun:
     """A run accepted by its thread workflow."""
 
@@ -296,6 +319,7 @@ class AcceptedRun:
         thread: WorkflowHandle[ThreadWorkflow, None],
         update: WorkflowUpdateHandle[RunReply],
         settings: Settings,
+        sent_at: float,
         resend: Callable[[], Awaitable[WorkflowUpdateHandle[RunReply]]] | None = None,
         messages: Sequence[Message] = (),
         state: dict[str, Any] | None = None,
@@ -305,6 +329,8 @@ class AcceptedRun:
         Args:
             settings: How often to read the run while it is in flight
                 (``stream_first_read_seconds``, ``stream_poll_seconds``).
+            sent_at: When the gateway sent the run (``time.monotonic()``); it was
+                accepted just now.
             resend: Sends the run again whole, for a run sent without the messages or
                 the state its thread has (``workflows.known_messages``,
                 ``workflows.known_state``), which the thread rejects when it does not
@@ -324,7 +350,9 @@ class AcceptedRun:
         self._state = state
         self._known = known
         self._poll_seconds = settings.stream_poll_seconds
-        self._first_read_seconds = settings.stream_first_read_seconds
+        self._first_read_seconds = first_read_seconds(
+            settings.stream_first_read_seconds, time.monotonic() - sent_at
+        )
         self._handed(update)
 
     def _handed(self, update: WorkflowUpdateHandle[RunReply]) -> None:
@@ -338,7 +366,7 @@ class AcceptedRun:
     async def pages(self) -> AsyncIterator[list[SequencedEvent]]:
         """See :meth:`RunStream.pages`.
 
-        The first read waits ``stream_first_read_seconds``: a run shorter than that
+        The first read waits :func:`first_read_seconds`: a run shorter than that
         arrives whole with the update's result, for no query at all.
         """
         result = asyncio.ensure_future(self._update.result())
@@ -620,6 +648,7 @@ async def start_run(
         RPCError: Temporal could not be reached.
         NotAccepted: No worker took the run within ``settings.accept_seconds``.
     """
+    sent_at = time.monotonic()
     thread = thread_handle(client, run_input.thread_id)
     request = RunRequest(agent=agent.name, input=run_input, principal=principal)
     state = known_state.digest(run_input.state)
@@ -627,7 +656,7 @@ async def start_run(
     new_thread = ThreadState(thread_id=run_input.thread_id, agent=agent.name, owner=principal)
     if opens_thread(run_input) and _new_thread_rejects(new_thread, request, agent) is None:
         update = await _start_with_run(client, settings, request, key)
-        return AcceptedRun(client, thread, update, settings)
+        return AcceptedRun(client, thread, update, settings, sent_at)
     known, rest = known_messages.split(run_input.messages, sent.digests)
 
     async def send(request: RunRequest) -> WorkflowUpdateHandle[RunReply]:
@@ -644,7 +673,7 @@ async def start_run(
     try:
         if known is None and state is None:
             update = await send(request)
-            return AcceptedRun(client, thread, update, settings)
+            return AcceptedRun(client, thread, update, settings, sent_at)
         left_out: dict[str, Any] = {"messages": rest}
         if state is not None:
             left_out["state"] = None
@@ -663,12 +692,13 @@ async def start_run(
         if rejection is not None:
             return RejectedRun(rejection)
         update = await _start_with_run(client, settings, request, key)
-        return AcceptedRun(client, thread, update, settings)
+        return AcceptedRun(client, thread, update, settings, sent_at)
     return AcceptedRun(
         client,
         thread,
         update,
         settings,
+        sent_at,
         resend=lambda: send(request),
         messages=run_input.messages,
         state=run_input.state if state is not None else None,
