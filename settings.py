@@ -129,11 +129,12 @@ class Settings(BaseSettings):
     which a long poll of its history reports (``gateway/streaming.py``)."""
     stream_first_read_seconds: float = Field(default=0.15, gt=0)
     """How long after a run was accepted the gateway first reads its events, if it has not
-    ended by then. A run that ends sooner (an approval that runs a quick tool, a turn
-    that asks at once) arrives whole with its result, for no query; a longer one is read
-    from then on as ``stream_poll_seconds`` says. On a saturated stack most runs outlast
-    one poll interval but not this, and a query each is a sizeable share of their CPU
-    (``docs/bench.md``, "A run's first read")."""
+    ended by then, at least: a run that waited to be accepted is first read later
+    (``gateway.streaming.first_read_seconds``). A run that ends sooner (an approval that
+    runs a quick tool, a turn that asks at once) arrives whole with its result, for no
+    query; a longer one is read from then on as ``stream_poll_seconds`` says. On a
+    saturated stack most runs outlast one poll interval but not this, and a query each is
+    a sizeable share of their CPU (``docs/bench.md``, "A run's first read")."""
     accept_seconds: float = Field(default=30.0, gt=0)
     """How long the gateway waits for a thread's workflow to take a run or a decision (a
     worker to accept the update) before it answers 503 ``THREAD_UNAVAILABLE``: when no
