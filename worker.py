@@ -272,10 +272,10 @@ Temporal advises for modules whose calls are deterministic; an agent's file impo
 modules the same way, ``docs/agents.md``), so while threads ran they guarded only imports
 made inside a workflow's calls. For that the worker paid trips into the sandbox: one per
 activation, and several per payload of each workflow task to learn its serialization
-context, about a tenth of an interrupt cycle's CPU (``docs/bench.md``, "The workflow
-sandbox"). Determinism is guarded by replay: ``tests/test_replay.py`` replays recorded
-threads under the current code (:func:`build_replayer`, in the default sandbox), and a
-worker fails a workflow task whose commands differ from its history."""
+context (what they cost: ``docs/bench.md``, "The workflow sandbox"). Determinism is
+guarded by replay: ``tests/test_replay.py`` replays recorded threads under the current
+code (:func:`build_replayer`, in the default sandbox), and a worker fails a workflow task
+whose commands differ from its history."""
 
 
 def build_worker(client: Client, settings: Settings, agents: Iterable[AgentDefinition]) -> Worker:
@@ -337,8 +337,8 @@ def build_replayer(
     It runs the thread workflow in ``runner``, by default the default sandbox, whose
     restrictions reject a non-deterministic call in the lines of a workflow's own module
     (``bench/replay.py`` passes the worker's runner, :data:`WORKFLOW_RUNNER`, to time what
-    a worker replays), on task queue
-    ``replay-<build id>`` (as ``Replayer`` names it), where it serves ``agents``.
+    a worker replays), on task queue ``replay-<build id>`` (as ``Replayer`` names it),
+    where it serves ``agents``.
     """
     served.serve(f"replay-{REPLAY_BUILD_ID}", agents)
     return Replayer(

@@ -288,8 +288,8 @@ class RunStream(Protocol):
 
 
 FIRST_READ_PER_ACCEPTANCE = 2
-"""A run in flight is first read no sooner than this many times as long as it took to be
-accepted (:func:`first_read_seconds`)."""
+"""A run in flight is first read this many times as long after its acceptance as it took
+to be accepted, when that is longer than the setting (:func:`first_read_seconds`)."""
 FIRST_READ_MAX_SECONDS = 1.0
 """However long a run took to be accepted, its first read comes at most this long after."""
 
