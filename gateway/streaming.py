@@ -287,9 +287,11 @@ class RunStream(Protocol):
         ...
 
 
-FIRST_READ_PER_ACCEPTANCE = 2
+FIRST_READ_PER_ACCEPTANCE = 3
 """A run in flight is first read this many times as long after its acceptance as it took
-to be accepted, when that is longer than the setting (:func:`first_read_seconds`)."""
+to be accepted, when that is longer than the setting (:func:`first_read_seconds`): an
+approved tool's run waits for its activity, for the workflow task that takes the
+result, and for its reply's way back, each about as long as for its acceptance."""
 FIRST_READ_MAX_SECONDS = 1.0
 """However long a run took to be accepted, its first read comes at most this long after."""
 
