@@ -274,8 +274,8 @@ made inside a workflow's calls. For that the worker paid trips into the sandbox:
 activation, and several per payload of each workflow task to learn its serialization
 context (what they cost: ``docs/bench.md``, "The workflow sandbox"). Determinism is
 guarded by replay: ``tests/test_replay.py`` replays recorded threads under the current
-code (:func:`build_replayer`, in the default sandbox), and a worker fails a workflow task
-whose commands differ from its history."""
+code (:func:`build_replayer`), in the default sandbox and as this runner runs them, and a
+worker fails a workflow task whose commands differ from its history."""
 
 
 def build_worker(client: Client, settings: Settings, agents: Iterable[AgentDefinition]) -> Worker:
