@@ -192,9 +192,9 @@ async def serve(address: str, port: int) -> None:
 
 async def main(port: int) -> None:
     """Start the dev server on a SQLite file in a directory of its own, then the worker
-    and the HTTP server on ``port``; say where it listens, where the server's metrics
-    are (:mod:`bench.server_work`) and which processes to measure; stop them all,
-    server last, when interrupted."""
+    and the HTTP server on ``port``; say where it listens, where its Temporal server and
+    that server's metrics are (:mod:`bench.server_work`, :mod:`bench.hops`) and which
+    processes to measure; stop them all, server last, when interrupted."""
     temporal_port, metrics_port = free_port(), free_port()
     address = f"127.0.0.1:{temporal_port}"
     this = [sys.executable, "-m", "bench.floor_server", "--address", address]
@@ -221,7 +221,9 @@ async def main(port: int) -> None:
             pids = " ".join(str(process.pid) for process in started)
             metrics = f"http://127.0.0.1:{metrics_port}/metrics"
             print(
-                f"floor: http://127.0.0.1:{port}{PATH} metrics: {metrics} pids: {pids}", flush=True
+                f"floor: http://127.0.0.1:{port}{PATH} temporal: {address} metrics: {metrics}"
+                f" pids: {pids}",
+                flush=True,
             )
             await interrupted.wait()
         finally:

@@ -79,26 +79,35 @@ async def tracked_runs(
     return timings, HistoryGrowth(tuple(added))
 
 
-async def served_runs(client: Client, workflow_id: str) -> HistoryGrowth:
-    """What each run (``run_agent`` update) of ``workflow_id`` cost, first to last, in the
-    workflow run that served it.
+async def workflow_runs(client: Client, workflow_id: str) -> list[Sequence[HistoryEvent]]:
+    """The history of each workflow run of ``workflow_id``, first to last.
 
     Fetching a workflow's history by its id alone reads only its latest workflow run, so
-    this follows the continue-as-new chain from the first. A run is counted from the end
-    of the run before it in the same workflow run (or from that workflow run's start) to
-    its update's completion, and the last run of a workflow run also gets what follows
-    (its continue-as-new). The latest workflow run counts for no run until it serves one.
+    this follows the continue-as-new chain from the first.
     """
     latest = await client.get_workflow_handle(workflow_id).describe()
     run_id = latest.raw_description.workflow_execution_info.first_run_id
-    per_run: list[HistorySize] = []
+    runs: list[Sequence[HistoryEvent]] = []
     while run_id:
         handle = client.get_workflow_handle(workflow_id, run_id=run_id)
         events = (await handle.fetch_history()).events
-        per_run += _per_update(events)
+        runs.append(events)
         continued = events[-1].workflow_execution_continued_as_new_event_attributes
         run_id = continued.new_execution_run_id
-    return HistoryGrowth(tuple(per_run))
+    return runs
+
+
+async def served_runs(client: Client, workflow_id: str) -> HistoryGrowth:
+    """What each run (``run_agent`` update) of ``workflow_id`` cost, first to last, in the
+    workflow run that served it (:func:`workflow_runs`).
+
+    A run is counted from the end of the run before it in the same workflow run (or from
+    that workflow run's start) to its update's completion, and the last run of a workflow
+    run also gets what follows (its continue-as-new). The latest workflow run counts for
+    no run until it serves one.
+    """
+    runs = await workflow_runs(client, workflow_id)
+    return HistoryGrowth(tuple(size for events in runs for size in _per_update(events)))
 
 
 def _per_update(events: Sequence[HistoryEvent]) -> list[HistorySize]:

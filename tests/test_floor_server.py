@@ -13,12 +13,15 @@ import sys
 from typing import Any
 
 import httpx
+from temporalio.client import Client
 
 from bench.floor_server import PATH
+from bench.hops import floor_workflow_id, measure_hops
 from bench.server_work import ServerWork, settled_work
 from bench.stack import free_port
 from tests.helpers import new_thread, post_run
 from tests.processes import ROOT
+from tests.test_hops import assert_cycle_hops
 
 STARTUP_SECONDS = 60.0
 Message = dict[str, Any]
@@ -80,11 +83,13 @@ async def test_the_floor_serves_the_side_by_side_cycle_and_stops_with_its_proces
     processes: list[int] = []
     try:
         line = (await asyncio.wait_for(floor.stdout.readline(), STARTUP_SECONDS)).decode()
-        said = re.fullmatch(r"floor: (\S+) metrics: (\S+) pids: (\d+) (\d+) (\d+)\n", line)
+        said = re.fullmatch(
+            r"floor: (\S+) temporal: (\S+) metrics: (\S+) pids: (\d+) (\d+) (\d+)\n", line
+        )
         assert said is not None, line
         assert said[1] == f"http://127.0.0.1:{port}{PATH}"
-        metrics = said[2]
-        processes = [int(pid) for pid in said.groups()[2:]]  # Temporal, worker, HTTP
+        temporal, metrics = said[2], said[3]
+        processes = [int(pid) for pid in said.groups()[3:]]  # Temporal, worker, HTTP
 
         thread_id = new_thread()
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
@@ -95,6 +100,10 @@ async def test_the_floor_serves_the_side_by_side_cycle_and_stops_with_its_proces
             # update, which sets nothing the thread's visibility record holds.
             await cycle(http, thread_id, history)
             growing = await settled_work(metrics)
+            # ``python -m bench.hops --floor`` reads the floor's cycles from its server.
+            hops = await measure_hops(
+                http, await Client.connect(temporal), PATH, floor_workflow_id, cycles=2, warmup=0
+            )
     finally:
         floor.send_signal(signal.SIGINT)
         await asyncio.wait_for(floor.wait(), STARTUP_SECONDS)
@@ -102,5 +111,6 @@ async def test_the_floor_serves_the_side_by_side_cycle_and_stops_with_its_proces
         workflow_tasks=3, activity_tasks=1, state_writes=7, visibility_writes=2
     )
     assert growing - fresh == ServerWork(workflow_tasks=3, activity_tasks=1, state_writes=5)
+    assert_cycle_hops(hops, tool=["ACTIVITY_TASK_SCHEDULED", "ACTIVITY_TASK_COMPLETED"])
     assert floor.returncode == 0
     assert not [pid for pid in processes if alive(pid)]
