@@ -308,14 +308,15 @@ async def test_a_long_conversation_keeps_its_newest_messages_within_budget(
     assert stack.client is not None
     thread_id = new_thread()
     # Six runs of ~100 KB messages (and as long echoes), sent one new message a time.
+    # The client keeps the whole conversation, the agent's echoes included.
+    conversation: list[dict[str, Any]] = []
     for index in range(1, 7):
-        body = {
-            "threadId": thread_id,
-            "runId": f"r{index}",
-            "messages": [{"id": f"m{index}", "role": "user", "content": big_text(100_000)}],
-        }
+        asked = {"id": f"m{index}", "role": "user", "content": big_text(100_000)}
+        body = {"threadId": thread_id, "runId": f"r{index}", "messages": [asked]}
         events = await post_run(stack.http, "demo", body)
         assert events[-1]["outcome"] == {"type": "success"}
+        snapshot = next(e for e in reversed(events) if e["type"] == "MESSAGES_SNAPSHOT")
+        conversation += [asked, snapshot["messages"][-1]]
     events = await post_run(
         stack.http,
         "demo",
@@ -350,6 +351,18 @@ async def test_a_long_conversation_keeps_its_newest_messages_within_budget(
     assert events[-1]["outcome"] == {"type": "success"}
     kept = [message["id"] for message in (await alive(stack, thread_id))["messages"]]
     assert "m1" not in kept and kept[-2] == "m9"
+
+    # Nor is one that resends the agent's dropped reply too, as a client that kept its
+    # own copy of the conversation does, refused for it: a client may not write an
+    # assistant message, but this one is the thread's own.
+    echo = conversation[1]
+    assert echo["role"] == "assistant" and echo["id"] not in kept
+    resent_reply = [*conversation[:2], {"id": "m10", "role": "user", "content": "hello again"}]
+    body = {"threadId": thread_id, "runId": "r10", "messages": resent_reply}
+    events = await post_run(stack.http, "demo", body)
+    assert events[-1].get("outcome") == {"type": "success"}, events[-1]
+    kept = [message["id"] for message in (await alive(stack, thread_id))["messages"]]
+    assert echo["id"] not in kept and kept[-2] == "m10"
 
     # What each workflow run started with (the carried thread) stayed well under 2 MB.
     chain = await history_chain(stack.client, thread_id)

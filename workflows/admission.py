@@ -10,7 +10,7 @@ run the thread would reject then creates nothing, not even the workflow.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from temporalio import workflow
@@ -34,6 +34,7 @@ def check_run(
     now: datetime,
     *,
     repeat: bool = False,
+    knows: Callable[[str], bool] | None = None,
 ) -> None:
     """Raise the rejection (``ApplicationError`` with a stable code) of a run ``thread``
     must not execute; change nothing.
@@ -48,6 +49,9 @@ def check_run(
         repeat: The run repeats one the thread already executed (the same update, or a
             resume exactly like one applied), whose events answer it again: it is not
             checked against the interrupts again.
+        knows: Whether the thread has, or had and dropped, the message of an id: the
+            thread's own index of them (``EventLog.knows``); by default read from
+            ``thread`` (:func:`knows_of`).
     """
     run_input = request.input
     if request.principal != thread.owner:
@@ -67,15 +71,27 @@ def check_run(
     if agent is None:
         raise not_served(thread.agent)
     budgets.check_run_input(run_input, thread)
-    _check_client_input(thread, run_input, agent)
+    _check_client_input(thread, run_input, agent, knows or knows_of(thread))
     if not repeat:
         # The owner answers only what their one decision may settle (``decisions.py``).
         decider = owner_decides(thread, agent, now)
         check_resume(thread.open_interrupts, run_input.resume, thread.applied, now, decider)
 
 
+def knows_of(thread: ThreadState) -> Callable[[str], bool]:
+    """Whether ``thread`` has, or had and dropped, the message of an id, read from its
+    messages and the digests of the dropped ones' ids (``EventLog.knows`` keeps both as
+    it goes)."""
+    kept = {message.id for message in thread.messages}
+    dropped = set(thread.dropped_message_ids)
+    return lambda message_id: message_id in kept or budgets.id_digest(message_id) in dropped
+
+
 def _check_client_input(
-    thread: ThreadState, run_input: RunAgentInput, agent: AgentDefinition
+    thread: ThreadState,
+    run_input: RunAgentInput,
+    agent: AgentDefinition,
+    knows: Callable[[str], bool],
 ) -> None:
     """Raise the rejection of input the client may not write: ``state`` or
     ``forwardedProps`` outside what ``agent`` declares, or a new message it may not add
@@ -96,19 +112,23 @@ def _check_client_input(
                 ErrorCode.INVALID_FORWARDED_PROPS,
                 f"{error} (the {agent.name!r} agent's forwardedProps)",
             )
-    _check_messages(thread.messages, run_input, agent)
+    _check_messages(thread.messages, run_input, agent, knows)
 
 
 def _check_messages(
-    known: Sequence[Message], run_input: RunAgentInput, agent: AgentDefinition
+    known: Sequence[Message],
+    run_input: RunAgentInput,
+    agent: AgentDefinition,
+    knows: Callable[[str], bool],
 ) -> None:
-    """Check each message the run would add: those whose ids the thread does not know
-    (clients resend the whole conversation; the thread skips what it has)."""
-    ids = {message.id for message in known}
+    """Check each message the run would add: those whose ids the thread does not know,
+    kept or dropped (clients resend the whole conversation; the thread skips what it
+    has and what it had), each id once."""
+    seen: set[str] = set()
     new: list[tuple[int, Message]] = []
     for index, message in enumerate(run_input.messages):
-        if message.id not in ids:
-            ids.add(message.id)
+        if message.id not in seen and not knows(message.id):
+            seen.add(message.id)
             new.append((index, message))
     roles = agent.accepts.roles
     for index, message in new:

@@ -12,6 +12,7 @@ from ag_ui.core import AssistantMessage, FunctionCall, Interrupt, ToolCall, User
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.exceptions import ApplicationError
 
+from workflows import budgets
 from workflows.admission import check_run
 from workflows.agents import EXAMPLES
 from workflows.agents.demo import DEMO
@@ -163,6 +164,18 @@ def test_messages_the_thread_knows_are_not_checked_again() -> None:
     reply = AssistantMessage(id="a1", content="hello")
     resent = request(user(), reply.model_dump(by_alias=True, exclude_none=True), user("m2"))
     check_run(thread(UserMessage(id="m1", content="hi"), reply), resent, AGENT, NOW)
+
+
+def test_messages_the_thread_dropped_are_not_checked_again() -> None:
+    # A long thread drops its oldest messages; a client that kept its own copy of the
+    # conversation resends them, the agent's replies among them.
+    reply = AssistantMessage(id="a1", content="hello")
+    resent = request(reply.model_dump(by_alias=True, exclude_none=True), user("m2"))
+    dropped = thread().model_copy(update={"dropped_message_ids": [budgets.id_digest("a1")]})
+    check_run(dropped, resent, AGENT, NOW)
+    # So does the thread's own index of them, which it passes instead.
+    check_run(thread(), resent, AGENT, NOW, knows=lambda message_id: message_id == "a1")
+    assert rejected(thread(), resent).type == ErrorCode.MESSAGE_NOT_ALLOWED
 
 
 def test_a_message_id_seen_twice_in_one_input_is_checked_once() -> None:
