@@ -29,8 +29,16 @@ with workflow.unsafe.imports_passed_through():
 
 
 def append(audit: list[AuditRecord], record: AuditRecord) -> None:
-    """Append ``record``, then drop the oldest records past the trail's budget."""
+    """Append ``record``, then drop the oldest records past the trail's budget.
+
+    The trail is measured whole, in one pass: its JSON is longer than its records'
+    together, so a trail within its bytes, as it mostly is, drops records by their count
+    alone. Only a trail over its bytes has each record measured.
+    """
     audit.append(record)
+    del audit[: max(len(audit) - budgets.AUDIT_KEPT, 0)]
+    if budgets.json_size(audit) <= budgets.AUDIT_KEPT_BYTES:
+        return
     sizes = [budgets.json_size(kept) for kept in audit]
     del audit[: budgets.records_to_drop(sizes, budgets.AUDIT_KEPT, budgets.AUDIT_KEPT_BYTES)]
 

@@ -30,7 +30,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jsonschema
 import pydantic_core
@@ -379,24 +379,36 @@ def check_run_events(size: int) -> None:
         )
 
 
-def turn_data_sizes(thread: ThreadState) -> dict[str, int]:
-    """The sizes of what an agent's turn writes to: the thread's state, memory and
-    journal (see :func:`check_turn_data`).
+class TurnData(NamedTuple):
+    """What an agent's turn writes to: the thread's state and memory as JSON, and the
+    size of its journal (see :func:`check_turn_data`)."""
+
+    state: bytes
+    memory: bytes
+    journal_bytes: int
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """The size of each, by :data:`TURN_DATA_LIMITS`' names."""
+        return {"state": len(self.state), "memory": len(self.memory), "journal": self.journal_bytes}
+
+
+def turn_data(thread: ThreadState) -> TurnData:
+    """What an agent's turn writes to in ``thread``, as it is now.
 
     Raises:
         ApplicationError: ``AGENT_FAILED``: the agent left a value there that is not
             JSON (which the thread could neither send nor carry).
     """
-    sizes = {}
+    encoded = {}
     for name, value in (("state", thread.state), ("memory", thread.memory)):
         if not isinstance(value, dict):
             raise _not_json(name, f"it is a {type(value).__name__}, not a JSON object")
         try:
-            sizes[name] = len(pydantic_core.to_json(value))
+            encoded[name] = pydantic_core.to_json(value)
         except pydantic_core.PydanticSerializationError as error:
             raise _not_json(name, str(error)) from error
-    sizes["journal"] = json_size(thread.journal)
-    return sizes
+    return TurnData(encoded["state"], encoded["memory"], json_size(thread.journal))
 
 
 def _not_json(name: str, why: str) -> ApplicationError:
@@ -416,8 +428,8 @@ TURN_DATA_LIMITS = {
 
 
 def check_turn_data(before: dict[str, int], after: dict[str, int]) -> None:
-    """Refuse what a turn grew over its budget (sizes from :func:`turn_data_sizes`, before
-    and after the turn); data over budget that the turn did not grow (carried from
+    """Refuse what a turn grew over its budget (sizes from :func:`turn_data`, before and
+    after the turn); data over budget that the turn did not grow (carried from
     before the budgets) passes, so such a thread still runs."""
     for name, limit in TURN_DATA_LIMITS.items():
         if after[name] > limit and after[name] > before[name]:

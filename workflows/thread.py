@@ -193,11 +193,13 @@ class ThreadWorkflow:
         """The interrupts the run in progress opened."""
         self._event_bytes = 0
         """The size of the events the turn emitted in the run in progress."""
-        self._data_before = b""
-        """The thread's state and memory as the run in progress found them (its input
-        merged in), for undoing the turn's changes when it went over a budget."""
-        self._sizes_before: dict[str, int] = {}
-        """The sizes of what the turn may grow, as the run in progress found them."""
+        self._state_digest: tuple[bytes, str | None] | None = None
+        """The thread's state as JSON when :meth:`_known_state_json` last digested it,
+        and its digest (``known_state.digest``)."""
+        self._before: budgets.TurnData | None = None
+        """The thread's state and memory as the turn of the run in progress found them
+        (its input merged in), for undoing the turn's changes when it went over a
+        budget, and the sizes of what the turn may grow; ``None`` until the turn starts."""
         self._permits: list[Permit] = []
         """The permits the run in progress handed the agent's turn."""
         self._operator_signals = 0
@@ -283,7 +285,7 @@ class ThreadWorkflow:
                 # The state the client sent, as JSON, if the request left it out. None
                 # too if a run changed it while this one waited: the client's copy is
                 # then older than the thread's, which stays.
-                state = budgets.to_json(self._thread.state) if self._has_state(request) else None
+                state = self._known_state_json(request)
                 # Then the log's patches of the run's snapshots start from it, most often.
                 logged = state is not None and self._log.last_state() == state
             run_input = request.input
@@ -312,7 +314,7 @@ class ThreadWorkflow:
                     type=RESEND,
                     non_retryable=True,
                 )
-            if request.known_state is not None and not self._has_state(request):
+            if request.known_state is not None and self._known_state_json(request) is None:
                 raise ApplicationError(
                     "The thread's state is not the state left out.", type=RESEND, non_retryable=True
                 )
@@ -327,12 +329,20 @@ class ThreadWorkflow:
     def _validate_run_agent_on_known_state(self, request: RunRequest) -> None:
         self._validate_run_agent(request)
 
-    def _has_state(self, request: RunRequest) -> bool:
-        """Whether ``request`` left out a state, and the thread's is that one."""
-        return (
-            request.known_state is not None
-            and known_state.digest(self._thread.state) == request.known_state
-        )
+    def _known_state_json(self, request: RunRequest) -> bytes | None:
+        """The thread's state as JSON (``budgets.to_json``) if ``request`` left out a
+        state and the thread's is that one; else ``None``.
+
+        A run's validator and then its handler ask this of the same state, most often:
+        its digest, the costlier, is made again only for a state whose JSON changed.
+        """
+        if request.known_state is None:
+            return None
+        encoded = budgets.to_json(self._thread.state)
+        digested = self._state_digest
+        if digested is None or digested[0] != encoded:
+            digested = self._state_digest = (encoded, known_state.digest(self._thread.state))
+        return encoded if digested[1] == request.known_state else None
 
     @workflow.signal(name=STREAM_SIGNAL)
     def model_stream(self, delta: ModelDelta) -> None:
@@ -699,7 +709,9 @@ class ThreadWorkflow:
         """Reject a run this thread must not execute; changes nothing."""
         agent = served.find(workflow.info().task_queue, self._thread.agent)
         repeat = self._earlier_run(request) is not None
-        check_run(self._thread, request, agent, workflow.now(), repeat=repeat)
+        check_run(
+            self._thread, request, agent, workflow.now(), repeat=repeat, knows=self._log.knows
+        )
 
     def _earlier_run(self, request: RunRequest) -> RunRecord | None:
         """The run this request repeats, whose events answer it again.
@@ -749,7 +761,7 @@ class ThreadWorkflow:
         try:
             if take_input:
                 self._take_input(run_input)
-                self._remember_turn_data()
+            self._before = budgets.turn_data(self._thread)
             await self._work(run, run_input, resume, expired, operator, settled)
         except Exception as error:
             if isinstance(error, TemporalError) and not isinstance(error, FailureError):
@@ -942,8 +954,9 @@ class ThreadWorkflow:
         if self._fault is None:
             # Even after an error: what the turn left is kept, so it must fit.
             with contextlib.suppress(ApplicationError), self._faults():
-                after = budgets.turn_data_sizes(self._thread)
-                budgets.check_turn_data(self._sizes_before, after)
+                assert self._before is not None, "a turn's data is kept as it starts"
+                after = budgets.turn_data(self._thread).sizes
+                budgets.check_turn_data(self._before.sizes, after)
         if self._fault is not None:
             self._undo_turn()
             self._fail_run(run, self._fault.type or ErrorCode.INTERNAL, self._fault.message)
@@ -1003,19 +1016,14 @@ class ThreadWorkflow:
             self._fault = self._fault or error
             raise
 
-    def _remember_turn_data(self) -> None:
-        """Keep the thread's state and memory, to restore with :meth:`_undo_turn`, and
-        the sizes of what a turn may grow."""
-        self._data_before = pydantic_core.to_json([self._thread.state, self._thread.memory])
-        self._sizes_before = budgets.turn_data_sizes(self._thread)
-
     def _undo_turn(self) -> None:
         """Undo what the run's turn did to the thread's interrupts and data, for a run
         that ends on its fault: its questions withdrawn, state and memory as the run
-        found them."""
+        found them (as it found them when its turn started, if it did)."""
         self._withdraw_questions()
-        state, memory = pydantic_core.from_json(self._data_before)
-        self._thread.state, self._thread.memory = state, memory
+        if self._before is not None:
+            self._thread.state = pydantic_core.from_json(self._before.state)
+            self._thread.memory = pydantic_core.from_json(self._before.memory)
 
     def _withdraw_questions(self) -> None:
         """Withdraw the interrupts the run opened (with their reminders) and forget the
@@ -1076,8 +1084,8 @@ class ThreadWorkflow:
         self._runs_here += 1
         self._run = run
         self._fault, self._asked_here, self._event_bytes, self._permits = None, [], 0, []
+        self._before = None
         self._delegation.new_run()
-        self._remember_turn_data()
         workflow.logger.info("run started", extra={"run_id": run_id})
         self._emit_own(
             RunStartedEvent(

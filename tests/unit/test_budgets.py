@@ -180,8 +180,8 @@ def test_a_tool_that_needs_approval_cannot_be_local() -> None:
 
 
 def test_a_turn_may_not_grow_its_data_over_budget() -> None:
-    small = budgets.turn_data_sizes(thread())
-    big = budgets.turn_data_sizes(thread(state={"a": "x" * budgets.MAX_STATE_BYTES}))
+    small = budgets.turn_data(thread()).sizes
+    big = budgets.turn_data(thread(state={"a": "x" * budgets.MAX_STATE_BYTES})).sizes
     with pytest.raises(ApplicationError) as error:
         budgets.check_turn_data(small, big)
     assert code_of(error) == ErrorCode.OUTPUT_TOO_LARGE
@@ -189,12 +189,12 @@ def test_a_turn_may_not_grow_its_data_over_budget() -> None:
     budgets.check_turn_data(big, big)
     journal = Journal(scopes={"turn": [JournalStep(kind="model", value="x" * 200_000)]})
     with pytest.raises(ApplicationError):
-        budgets.check_turn_data(small, budgets.turn_data_sizes(thread(journal=journal)))
+        budgets.check_turn_data(small, budgets.turn_data(thread(journal=journal)).sizes)
 
 
 def test_a_turn_that_leaves_data_that_is_not_json_fails() -> None:
     with pytest.raises(ApplicationError) as error:
-        budgets.turn_data_sizes(thread(memory={"x": object()}))
+        budgets.turn_data(thread(memory={"x": object()}))
     assert code_of(error) == ErrorCode.AGENT_FAILED
 
 
