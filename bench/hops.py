@@ -101,8 +101,11 @@ def _conversation(sent: list[dict[str, Any]], events: list[dict[str, Any]]) -> l
         if event["type"] == "TOOL_CALL_START":
             asked_by = event.get("parentMessageId") or f"ask-{uuid.uuid4()}"
             function = {"name": event["toolCallName"], "arguments": ""}
-            calls[event["toolCallId"]] = {"id": event["toolCallId"], "type": "function"}
-            calls[event["toolCallId"]]["function"] = function
+            calls[event["toolCallId"]] = {
+                "id": event["toolCallId"],
+                "type": "function",
+                "function": function,
+            }
         elif event["type"] == "TOOL_CALL_ARGS":
             calls[event["toolCallId"]]["function"]["arguments"] += event["delta"]
     return [*sent, {"id": asked_by, "role": "assistant", "toolCalls": list(calls.values())}]

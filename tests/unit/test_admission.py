@@ -173,7 +173,7 @@ def test_messages_the_thread_dropped_are_not_checked_again() -> None:
     resent = request(reply.model_dump(by_alias=True, exclude_none=True), user("m2"))
     dropped = thread().model_copy(update={"dropped_message_ids": [budgets.id_digest("a1")]})
     check_run(dropped, resent, AGENT, NOW)
-    # So does the thread's own index of them, which it passes instead.
+    # The thread passes its own index of them instead, to the same effect.
     check_run(thread(), resent, AGENT, NOW, knows=lambda message_id: message_id == "a1")
     assert rejected(thread(), resent).type == ErrorCode.MESSAGE_NOT_ALLOWED
 

@@ -1,5 +1,5 @@
 """The audit trail keeps its newest records within its count and its bytes
-(``workflows/audit.py``), measuring each record only when the trail is over its bytes."""
+(``workflows/audit.py``): what measuring each of its records says it must keep."""
 
 from __future__ import annotations
 
