@@ -47,6 +47,7 @@ from gateway.errors import (
     thread_read_error,
     unknown_thread,
 )
+from gateway.event_json import opening
 from gateway.limits import ID_RULE, id_problems, json_bytes, parse_body
 from gateway.sent_messages import Known, SentMessages
 from gateway.streaming import (
@@ -318,26 +319,14 @@ def _sse(
     )
 
 
-_EMPTY_STATE = '"snapshot":{}}'
-"""How the JSON of a ``STATE_SNAPSHOT`` with an empty state ends when ``snapshot`` is its
-last field, the slot its state's JSON goes into."""
-
-
 def encode_state_snapshot(event: StateSnapshotEvent) -> str:
     """``event`` as ``EventEncoder`` writes it (the SSE ``data:`` line), its state written
-    by ``pydantic_core`` directly.
-
-    ``ag_ui``'s models serialise through a serializer of their own (it leaves out their
-    fields without a value), which first copies a field's whole value into Python
-    objects; a state that grows with its thread (the demo's outbox) made that the
-    costliest event a late turn wrote.
-    """
-    head = event.model_copy(update={"snapshot": {}}).model_dump_json(by_alias=True)
-    if not head.endswith(_EMPTY_STATE):
-        # Fields after ``snapshot`` (an event with extra fields): no slot to fill.
+    by ``pydantic_core`` directly (``gateway.event_json``): a state that grows with its
+    thread (the demo's outbox) made it the costliest event a late turn wrote."""
+    head = opening(event, "snapshot", {})
+    if head is None:
         return EventEncoder().encode(event)
-    state = pydantic_core.to_json(event.snapshot).decode()
-    return f"data: {head.removesuffix('{}}')}{state}}}\n\n"
+    return f"{head}{pydantic_core.to_json(event.snapshot).decode()}}}\n\n"
 
 
 def _event_id(value: str | None) -> int:

@@ -30,6 +30,7 @@ from ag_ui.core import Message, MessagesSnapshotEvent
 from ag_ui.encoder import EventEncoder
 from pydantic import TypeAdapter, ValidationError
 
+from gateway.event_json import opening
 from gateway.least_recent import LeastRecent
 from gateway.limits import MAX_ID_LENGTH, message_ids_valid, parse_json
 from workflows.budgets import KIB, to_json
@@ -43,10 +44,6 @@ thirty times over. Its snapshots may hold as much again (:func:`_snapshot_cost`)
 Key = tuple[str, bytes]
 """A sent message in :class:`SentMessageCache`: its principal, and its JSON as parsed
 written out again."""
-
-_EMPTY_TAIL = '"messages":[]}'
-"""How the JSON of a ``MESSAGES_SNAPSHOT`` without messages ends when ``messages`` is
-its last field, the slot its messages' JSON goes into."""
 
 _THREAD_ID = b'"threadId":"'
 _MESSAGES = b'"messages":['
@@ -119,9 +116,8 @@ class SentMessages:
         """``event`` as ``EventEncoder`` writes it (the SSE ``data:`` line), the JSON of
         its first messages reused where they are this request's own (the same objects,
         as the gateway puts them back), the others serialised as usual."""
-        head = event.model_copy(update={"messages": []}).model_dump_json(by_alias=True)
-        if not head.endswith(_EMPTY_TAIL):
-            # Fields after ``messages`` (an event with extra fields): no slot to fill.
+        head = opening(event, "messages", [])
+        if head is None:
             return EventEncoder().encode(event)
         own, encoded = self.messages, []
         resendable = self._keep is not None
@@ -135,8 +131,7 @@ class SentMessages:
         json = b",".join([each.json for each in encoded])
         if self._keep is not None and resendable and encoded:
             self._keep(Snapshot(json, list(event.messages), encoded))
-        opening = head.removesuffix("[]}")
-        return f"data: {opening}[{json.decode()}]}}\n\n"
+        return f"{head}[{json.decode()}]}}\n\n"
 
 
 def _resendable(message: Message, json: bytes) -> bool:

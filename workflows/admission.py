@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import budgets
     from workflows.decisions import owner_decides
     from workflows.errors import ErrorCode, rejection
+    from workflows.event_log import known
     from workflows.interrupts import check_resume
     from workflows.models import RunRequest, ThreadState
     from workflows.sdk.agent import AgentDefinition
@@ -79,12 +80,11 @@ def check_run(
 
 
 def knows_of(thread: ThreadState) -> Callable[[str], bool]:
-    """Whether ``thread`` has, or had and dropped, the message of an id, read from its
-    messages and the digests of the dropped ones' ids (``EventLog.knows`` keeps both as
-    it goes)."""
+    """Whether ``thread`` has, or had and dropped, the message of an id, read from the
+    thread as it is (``EventLog.knows`` keeps the same as it goes)."""
     kept = {message.id for message in thread.messages}
     dropped = set(thread.dropped_message_ids)
-    return lambda message_id: message_id in kept or budgets.id_digest(message_id) in dropped
+    return lambda message_id: known(message_id, kept, dropped)
 
 
 def _check_client_input(

@@ -12,7 +12,7 @@ JSON Patch from the one before; :meth:`EventLog.sequenced` gives them back whole
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from datetime import datetime
 from typing import Any
 
@@ -78,7 +78,7 @@ class EventLog:
 
     def knows(self, message_id: str) -> bool:
         """Whether the conversation has (or had, and dropped) the message ``message_id``."""
-        return message_id in self._message_ids or budgets.id_digest(message_id) in self._dropped_ids
+        return known(message_id, self._message_ids, self._dropped_ids)
 
     def add_message(self, message: Message, encoded: bytes) -> None:
         """Append ``message`` (``encoded`` as ``budgets.to_json``, within its budget) to
@@ -296,6 +296,13 @@ class EventLog:
         no more of them than one that continued as new."""
         kept = self.carried(runs)
         self._thread.runs, self._thread.events = kept.runs, kept.events
+
+
+def known(message_id: str, kept: Container[str], dropped: Container[str]) -> bool:
+    """Whether a conversation has, or had and dropped, the message ``message_id``:
+    ``kept`` holds the ids of its messages, ``dropped`` the digests of the dropped ones'
+    ids (``budgets.id_digest``, as ``ThreadState.dropped_message_ids``)."""
+    return message_id in kept or budgets.id_digest(message_id) in dropped
 
 
 def state_patch(base: bytes, encoded: bytes, snapshot: Any) -> list[dict[str, Any]]:
