@@ -116,7 +116,7 @@ def _check_client_input(
 
 
 def _check_messages(
-    known: Sequence[Message],
+    kept: Sequence[Message],
     run_input: RunAgentInput,
     agent: AgentDefinition,
     knows: Callable[[str], bool],
@@ -140,12 +140,12 @@ def _check_messages(
             )
     answers = [(i, m) for i, m in new if isinstance(m, ToolMessage)]
     if answers:
-        _check_tool_results(answers, known, [m for _, m in new], run_input, agent)
+        _check_tool_results(answers, kept, [m for _, m in new], run_input, agent)
 
 
 def _check_tool_results(
     answers: list[tuple[int, ToolMessage]],
-    known: Sequence[Message],
+    kept: Sequence[Message],
     new: Sequence[Message],
     run_input: RunAgentInput,
     agent: AgentDefinition,
@@ -155,11 +155,11 @@ def _check_tool_results(
     (``input.tools``): the results of the agent's own tools come from the agent."""
     calls = {
         call.id: call.function.name
-        for message in (*known, *new)
+        for message in (*kept, *new)
         if isinstance(message, AssistantMessage)
         for call in message.tool_calls or ()
     }
-    answered = {message.tool_call_id for message in known if isinstance(message, ToolMessage)}
+    answered = {message.tool_call_id for message in kept if isinstance(message, ToolMessage)}
     provided = {tool.name for tool in run_input.tools or ()}
     for index, message in answers:
         where = f"messages[{index}] ({message.id!r})"
