@@ -216,9 +216,12 @@ async def promote_build(
             log.info("worker deployment %r: made build %r current", deployment, build_id)
             return
         except RPCError as err:
-            # Not polled yet (NOT_FOUND, FAILED_PRECONDITION), or another worker of the
+            # Not polled yet (NOT_FOUND, FAILED_PRECONDITION), another worker of the
             # deployment changed it first (the conflict token, or too many changes at
-            # once: RESOURCE_EXHAUSTED): look again.
+            # once: RESOURCE_EXHAUSTED), or the server dropped the call (CANCELLED, seen
+            # right after a deployment's first worker started on a loaded machine;
+            # DEADLINE_EXCEEDED alike): look again. Both calls are safe to repeat: a
+            # change that was made shows as the current build at the next look.
             if loop.time() > deadline or err.status not in _NOT_YET:
                 raise
         await asyncio.sleep(0.2)
@@ -229,6 +232,8 @@ _NOT_YET = (
     RPCStatusCode.FAILED_PRECONDITION,
     RPCStatusCode.ABORTED,
     RPCStatusCode.RESOURCE_EXHAUSTED,
+    RPCStatusCode.CANCELLED,
+    RPCStatusCode.DEADLINE_EXCEEDED,
 )
 
 
