@@ -222,12 +222,12 @@ async def promote_build(
             # right after a deployment's first worker started on a loaded machine;
             # DEADLINE_EXCEEDED alike): look again. Both calls are safe to repeat: a
             # change that was made shows as the current build at the next look.
-            if loop.time() > deadline or err.status not in _NOT_YET:
+            if loop.time() > deadline or err.status not in _LOOK_AGAIN:
                 raise
         await asyncio.sleep(0.2)
 
 
-_NOT_YET = (
+_LOOK_AGAIN = (
     RPCStatusCode.NOT_FOUND,
     RPCStatusCode.FAILED_PRECONDITION,
     RPCStatusCode.ABORTED,
