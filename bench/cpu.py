@@ -42,11 +42,17 @@ def server_pid() -> int:
     return found[0]
 
 
+def ticks(stat: Path) -> int:
+    """The CPU time a process or thread has used, in clock ticks (``utime + stime``),
+    from its ``stat`` file in ``/proc`` (Linux)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    # Fields 14 and 15 of proc(5), counted from the state (field 3) here.
+    return int(fields[11]) + int(fields[12])
+
+
 def cpu_seconds(pid: int) -> float:
     """The CPU time process ``pid`` has used (``utime + stime``, Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    # Fields 14 and 15 of proc(5), counted from the state (field 3) here.
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return ticks(Path(f"/proc/{pid}/stat")) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)

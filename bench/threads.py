@@ -18,6 +18,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from bench.cpu import ticks
+
 MAIN = "main"
 """The kind of a process's main thread, whatever its name."""
 
@@ -29,23 +31,21 @@ def thread_ticks(pid: int) -> dict[int, tuple[str, int]]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             name = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            used = ticks(task / "stat")
         except OSError:
             continue  # it exited meanwhile
-        # Fields 14 and 15 of proc(5), counted from the state (field 3) here.
-        kind = MAIN if int(task.name) == pid else name
-        threads[int(task.name)] = (kind, int(fields[11]) + int(fields[12]))
+        threads[int(task.name)] = (MAIN if int(task.name) == pid else name, used)
     return threads
 
 
 def spent(before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]]) -> Counter[str]:
     """CPU seconds by kind of thread between two :func:`thread_ticks` readings; a thread
     started in between counts from zero, one that ended in between is not counted."""
-    ticks: Counter[str] = Counter()
+    by_kind: Counter[str] = Counter()
     for tid, (kind, used) in after.items():
-        ticks[kind] += used - before.get(tid, (kind, 0))[1]
+        by_kind[kind] += used - before.get(tid, (kind, 0))[1]
     hertz = os.sysconf("SC_CLK_TCK")
-    return Counter({kind: count / hertz for kind, count in ticks.items()})
+    return Counter({kind: count / hertz for kind, count in by_kind.items()})
 
 
 def main() -> None:
