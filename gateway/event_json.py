@@ -5,12 +5,15 @@ caller writes itself.
 without a value), which first copies every field's value into Python objects; for the
 snapshots of a long thread, a conversation or a grown state, that was the costliest
 part of what the gateway wrote. So a snapshot event is written with that field empty,
-and the caller's JSON of the field goes into its slot.
+and the caller's JSON of the field goes into its slot: :func:`encode_state_snapshot`
+for a ``STATE_SNAPSHOT``, ``gateway.sent_messages`` for a ``MESSAGES_SNAPSHOT``.
 """
 
 from __future__ import annotations
 
-from ag_ui.core import BaseEvent
+import pydantic_core
+from ag_ui.core import BaseEvent, StateSnapshotEvent
+from ag_ui.encoder import EventEncoder
 
 
 def opening(event: BaseEvent, field: str, empty: list[object] | dict[str, object]) -> str | None:
@@ -24,3 +27,13 @@ def opening(event: BaseEvent, field: str, empty: list[object] | dict[str, object
     if not head.endswith(f'"{field}":{empty_json}}}'):
         return None
     return "data: " + head.removesuffix(empty_json + "}")
+
+
+def encode_state_snapshot(event: StateSnapshotEvent) -> str:
+    """``event`` as ``EventEncoder`` writes it (the SSE ``data:`` line), its state written
+    by ``pydantic_core`` directly: a state that grows with its thread (the demo's outbox)
+    made it the costliest event a late turn wrote."""
+    head = opening(event, "snapshot", {})
+    if head is None:
+        return EventEncoder().encode(event)
+    return f"{head}{pydantic_core.to_json(event.snapshot).decode()}}}\n\n"

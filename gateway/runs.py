@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-import pydantic_core
 from ag_ui.core import (
     PROTOCOL_VERSION,
     BaseEvent,
@@ -47,7 +46,7 @@ from gateway.errors import (
     thread_read_error,
     unknown_thread,
 )
-from gateway.event_json import opening
+from gateway.event_json import encode_state_snapshot
 from gateway.limits import ID_RULE, id_problems, json_bytes, parse_body
 from gateway.sent_messages import Known, SentMessages
 from gateway.streaming import (
@@ -317,16 +316,6 @@ def _sse(
         media_type=encoder.get_content_type(),
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
-
-
-def encode_state_snapshot(event: StateSnapshotEvent) -> str:
-    """``event`` as ``EventEncoder`` writes it (the SSE ``data:`` line), its state written
-    by ``pydantic_core`` directly (``gateway.event_json``): a state that grows with its
-    thread (the demo's outbox) made it the costliest event a late turn wrote."""
-    head = opening(event, "snapshot", {})
-    if head is None:
-        return EventEncoder().encode(event)
-    return f"{head}{pydantic_core.to_json(event.snapshot).decode()}}}\n\n"
 
 
 def _event_id(value: str | None) -> int:

@@ -1,5 +1,5 @@
 """A ``STATE_SNAPSHOT`` is written by the gateway as ``ag_ui``'s encoder writes it, its
-state serialised directly (``gateway.runs.encode_state_snapshot``)."""
+state serialised directly (``gateway.event_json.encode_state_snapshot``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ag_ui.encoder import EventEncoder
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.runs import encode_state_snapshot
+from gateway.event_json import encode_state_snapshot
 
 JSON = st.recursive(
     st.none()
