@@ -5,14 +5,16 @@ the whole conversation and the state resent, the snapshots adopted); each turn i
 interrupt cycle: a run that pauses on one approval, then the resume that approves it. At
 each mark it takes the history bytes of the workflow runs that served the turn
 (:func:`~bench.history.served_runs`), and over a window of turns around it (one turn is
-noisy) the resume's latency (``resume -> RUN_FINISHED``) and the CPU each process spent
-per turn, as the caller reads it: ``python -m bench`` on the engine as deployed
-(``bench/deployed.py``), each process apart and the bench's client apart from them
-(:func:`measure_growth`); ``bench.pair --turns`` against ``make run``'s processes.
+noisy) the resume's latency (``resume -> RUN_FINISHED``), that latency less the bench
+client's own CPU over it, and the CPU each process spent per turn, as the caller reads
+it: ``python -m bench`` on the engine as deployed (``bench/deployed.py``), each process
+apart and the bench's client apart from them (:func:`measure_growth`); ``bench.pair
+--turns`` against ``make run``'s processes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import time
@@ -50,6 +52,9 @@ class TurnCost:
     """One turn's figures."""
 
     resume_seconds: float
+    resume_client_seconds: float
+    """The bench client's own CPU over the resume (its thread's: writing the request,
+    reading the stream), part of ``resume_seconds``."""
     cpu_seconds: dict[str, float]
     """By process."""
     history_bytes: int = 0
@@ -63,6 +68,12 @@ class Mark:
 
     turn: int
     resume_seconds: float
+    resume_less_client_seconds: float
+    """The median of each resume's latency less the bench client's own CPU over it: what
+    the engine took of it. The client writes and reads the whole conversation (the
+    request, the resume's two ``MESSAGES_SNAPSHOT`` events) in Python, so on a long
+    thread its share of the latency grows most (``docs/bench.md``, "Conversation
+    growth")."""
     cpu_seconds: dict[str, float]
     """By process."""
     history_bytes: int
@@ -124,13 +135,13 @@ async def turn(
         {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
         for interrupt in outcome["interrupts"]
     ]
-    start = time.perf_counter()
+    start, own = time.perf_counter(), time.thread_time()
     finished = await _stream(http, conversation, conversation.resume_input(resume), agent)
-    latency = time.perf_counter() - start
+    latency, own = time.perf_counter() - start, time.thread_time() - own
     if finished.get("outcome") != {"type": "success"}:
         raise RuntimeError(f"the resume did not succeed: {finished}")
     after = cpu()
-    return TurnCost(latency, {name: after[name] - before[name] for name in before})
+    return TurnCost(latency, own, {name: after[name] - before[name] for name in before})
 
 
 def window(mark: int, turns: int, width: int = WINDOW) -> range:
@@ -149,7 +160,8 @@ def _mark(mark: int, costs: Sequence[TurnCost], width: int, turns: int) -> Mark:
         for name in sample[0].cpu_seconds
     }
     resume = statistics.median(cost.resume_seconds for cost in sample)
-    return Mark(mark, resume, cpu, costs[mark - 1].history_bytes)
+    engine = statistics.median(cost.resume_seconds - cost.resume_client_seconds for cost in sample)
+    return Mark(mark, resume, engine, cpu, costs[mark - 1].history_bytes)
 
 
 @dataclass(frozen=True)
@@ -257,6 +269,6 @@ async def _with_history_bytes(
     if len(served) != 2 * len(costs):
         raise RuntimeError(f"{len(costs)} turns, but {len(served)} completed updates")
     return [
-        TurnCost(cost.resume_seconds, cost.cpu_seconds, pause.bytes + resume.bytes)
+        dataclasses.replace(cost, history_bytes=pause.bytes + resume.bytes)
         for cost, pause, resume in zip(costs, served[::2], served[1::2], strict=True)
     ]

@@ -275,7 +275,10 @@ def render_growth(builds: tuple[Build, Build], taken: list[tuple[Mark, ...]]) ->
     )
     lines.append(f"  {'':<22}{columns}{ratio:>12}")
     for build, at in zip(builds, taken, strict=True):
-        rows = [("resume p50 ms", [mark.resume_seconds * 1000 for mark in at])]
+        rows = [
+            ("resume p50 ms", [mark.resume_seconds * 1000 for mark in at]),
+            ("  less the client's CPU", [mark.resume_less_client_seconds * 1000 for mark in at]),
+        ]
         rows += [
             (f"CPU ms: {name}", [mark.cpu_seconds[name] * 1000 for mark in at])
             for name in PROCESSES

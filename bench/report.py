@@ -215,6 +215,10 @@ def render_growth(growth: Growth) -> str:
     ]
     rows = [
         ("resume p50 ms", [mark.resume_seconds * 1000 for mark in growth.marks]),
+        (
+            "  less the client's CPU",
+            [mark.resume_less_client_seconds * 1000 for mark in growth.marks],
+        ),
         ("history KB/turn", [mark.history_bytes / 1024 for mark in growth.marks]),
         ("CPU ms/turn, the engine", ours),
     ]

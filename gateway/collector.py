@@ -8,10 +8,12 @@ burst in flight while freeing almost nothing: the objects die by reference count
 the request is done. A higher threshold lets a burst pass without a collection; cyclic
 garbage is still collected once it reaches the threshold.
 
-The worker keeps CPython's default: when its workflows ran in Temporal's sandbox, a
-workflow evicted from its cache left the sandbox as cyclic garbage, which a high
-threshold let pile up. ``docs/bench.md``, "The garbage collector", has both
-measurements.
+The worker keeps CPython's default. It was chosen while workflows ran in Temporal's
+sandbox, whose evicted workflows a high threshold let pile up as cyclic garbage; without
+the sandbox a high threshold saves the worker about 1% of a long thread's turn, too
+little to give up the default under which its memory was measured flat.
+``docs/bench.md``, "The garbage collector" and "The resume without the client's share",
+has the measurements.
 """
 
 from __future__ import annotations
