@@ -273,7 +273,7 @@ def render_growth(builds: tuple[Build, Build], taken: list[tuple[Mark, ...]]) ->
         f"a conversation each mark, {marks[-1]} turns; CPU per turn the mean of the"
         f" {WINDOW} turns around a mark, resume the median; the marks side by side"
     )
-    lines.append(f"  {'':<22}{columns}{ratio:>12}")
+    lines.append(f"  {'':<26}{columns}{ratio:>12}")
     for build, at in zip(builds, taken, strict=True):
         rows = [
             ("resume p50 ms", [mark.resume_seconds * 1000 for mark in at]),
@@ -287,7 +287,7 @@ def render_growth(builds: tuple[Build, Build], taken: list[tuple[Mark, ...]]) ->
         lines.append(f"  {build.label}")
         for name, values in rows:
             cells = "".join(f"{value:10.1f}" for value in values)
-            lines.append(f"    {name:<20}{cells}{values[-1] / values[0]:>11.2f}x")
+            lines.append(f"    {name:<24}{cells}{values[-1] / values[0]:>11.2f}x")
     return "\n".join(lines)
 
 
