@@ -19,7 +19,7 @@ def test_the_engine_s_share_is_the_median_of_each_resume_less_the_client_s_cpu()
     [mark] = marks_of([Driven(costs=costs)], (4,), width=3)
     assert mark.turn == 4
     assert mark.resume_seconds == pytest.approx(0.070)
-    # Each resume less its client's CPU: 0.049, 0.050, 0.068. The medians' difference,
-    # 0.070 - 0.002, would be the slow engine's resume alone.
+    # Each resume less its client's CPU: 0.049, 0.050, 0.068; the medians' difference
+    # would be 0.070 - 0.002 = 0.068.
     assert mark.resume_less_client_seconds == pytest.approx(0.050)
     assert mark.cpu_seconds["client"] == pytest.approx((0.001 + 0.040 + 0.002) / 3)
