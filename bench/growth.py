@@ -72,8 +72,8 @@ class Mark:
     """The median of each resume's latency less the bench client's own CPU over it: what
     the engine took of it. The client writes and reads the whole conversation (the
     request, the resume's two ``MESSAGES_SNAPSHOT`` events) in Python, so on a long
-    thread its share of the latency grows most (``docs/bench.md``, "Conversation
-    growth")."""
+    thread its share of the latency grows most (``docs/bench.md``, "The resume without
+    the client's share")."""
     cpu_seconds: dict[str, float]
     """By process."""
     history_bytes: int
@@ -142,6 +142,15 @@ async def turn(
         raise RuntimeError(f"the resume did not succeed: {finished}")
     after = cpu()
     return TurnCost(latency, own, {name: after[name] - before[name] for name in before})
+
+
+def resume_rows(marks: Sequence[Mark]) -> list[tuple[str, list[float]]]:
+    """The growth tables' resume rows, in ms at each of ``marks``: its p50, then that
+    less the client's CPU (``make bench``'s table and ``bench.pair``'s print both)."""
+    return [
+        ("resume p50 ms", [mark.resume_seconds * 1000 for mark in marks]),
+        ("  less the client's CPU", [mark.resume_less_client_seconds * 1000 for mark in marks]),
+    ]
 
 
 def window(mark: int, turns: int, width: int = WINDOW) -> range:

@@ -44,7 +44,7 @@ import httpx
 from bench.cpu import children, cpu_seconds
 from bench.cycles import cycle
 from bench.deployed import ROOT, healthy, stop
-from bench.growth import WINDOW, CpuReader, Mark, Side, in_rounds, marks_of
+from bench.growth import WINDOW, CpuReader, Mark, Side, in_rounds, marks_of, resume_rows
 from bench.report import ordinal
 from bench.server_work import ServerWork, settled_work
 from bench.stack import free_port
@@ -275,10 +275,7 @@ def render_growth(builds: tuple[Build, Build], taken: list[tuple[Mark, ...]]) ->
     )
     lines.append(f"  {'':<26}{columns}{ratio:>12}")
     for build, at in zip(builds, taken, strict=True):
-        rows = [
-            ("resume p50 ms", [mark.resume_seconds * 1000 for mark in at]),
-            ("  less the client's CPU", [mark.resume_less_client_seconds * 1000 for mark in at]),
-        ]
+        rows = resume_rows(at)
         rows += [
             (f"CPU ms: {name}", [mark.cpu_seconds[name] * 1000 for mark in at])
             for name in PROCESSES

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from bench.cpu import CpuSplit
 from bench.cycles import Cycles
-from bench.growth import AMORTIZED_TURNS, CLIENT, Growth
+from bench.growth import AMORTIZED_TURNS, CLIENT, Growth, resume_rows
 from bench.history import HistoryGrowth
 from bench.stats import Summary
 from bench.streams import VariantResult
@@ -214,11 +214,7 @@ def render_growth(growth: Growth) -> str:
         for mark in growth.marks
     ]
     rows = [
-        ("resume p50 ms", [mark.resume_seconds * 1000 for mark in growth.marks]),
-        (
-            "  less the client's CPU",
-            [mark.resume_less_client_seconds * 1000 for mark in growth.marks],
-        ),
+        *resume_rows(growth.marks),
         ("history KB/turn", [mark.history_bytes / 1024 for mark in growth.marks]),
         ("CPU ms/turn, the engine", ours),
     ]
