@@ -135,13 +135,13 @@ async def turn(
         {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
         for interrupt in outcome["interrupts"]
     ]
-    start, own = time.perf_counter(), time.thread_time()
+    start, client_start = time.perf_counter(), time.thread_time()
     finished = await _stream(http, conversation, conversation.resume_input(resume), agent)
-    latency, own = time.perf_counter() - start, time.thread_time() - own
+    latency, client = time.perf_counter() - start, time.thread_time() - client_start
     if finished.get("outcome") != {"type": "success"}:
         raise RuntimeError(f"the resume did not succeed: {finished}")
     after = cpu()
-    return TurnCost(latency, own, {name: after[name] - before[name] for name in before})
+    return TurnCost(latency, client, {name: after[name] - before[name] for name in before})
 
 
 def resume_rows(marks: Sequence[Mark]) -> list[tuple[str, list[float]]]:
