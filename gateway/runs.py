@@ -243,7 +243,12 @@ async def thread_events(
 
     async def pages() -> AsyncIterator[Page]:
         events = follow(
-            thread, offset, first, settings.stream_poll_seconds, settings.follow_poll_seconds
+            client,
+            thread_id,
+            offset,
+            first,
+            settings.stream_poll_seconds,
+            settings.follow_poll_seconds,
         )
         async for page in events:
             yield _streamed(page)

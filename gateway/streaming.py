@@ -41,6 +41,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowQueryRejectedError,
@@ -526,13 +527,14 @@ async def read_log(thread: WorkflowHandle[ThreadWorkflow, None], after: int) -> 
 
 
 async def follow(
-    thread: WorkflowHandle[ThreadWorkflow, None],
+    client: Client,
+    thread_id: str,
     after: int,
     first: LogPage,
     poll_seconds: float,
     idle_seconds: float,
 ) -> AsyncIterator[list[SequencedEvent]]:
-    """The thread's events with ``seq > after``, starting with ``first``
+    """Thread ``thread_id``'s events with ``seq > after``, starting with ``first``
     (:func:`read_log`), then every event the thread logs, whichever run it belongs to
     (a client's, an expiry's, an operator's...), in pages as :meth:`RunStream.pages`;
     an empty page after ``KEEPALIVE_SECONDS`` without events.
@@ -545,6 +547,7 @@ async def follow(
     thread's workflow is gone (or closed, after its last events), or when its caller
     stops reading.
     """
+    thread = thread_handle(client, thread_id)
     pace = _Pace(thread, poll_seconds)
     page: LogPage | None = first
     quiet_since = time.monotonic()
@@ -570,12 +573,7 @@ async def follow(
             finally:
                 due.cancel()
         try:
-            page = await thread.query(
-                ThreadWorkflow.log,
-                LogQuery(after=after),
-                reject_condition=QueryRejectCondition.NOT_OPEN,
-                rpc_timeout=FOLLOW_QUERY_TIMEOUT,
-            )
+            page = await _read_open_log(client, thread, after)
         except WorkflowQueryRejectedError:
             async for events in _last_events(thread, after):
                 yield events
@@ -592,6 +590,38 @@ async def follow(
                 log.warning("stopped following %s: %s", thread.id, err.status.name)
                 return
             page = None
+
+
+async def _read_open_log(
+    client: Client, thread: WorkflowHandle[ThreadWorkflow, None], after: int
+) -> LogPage:
+    """The first page of the thread's events with ``seq > after``, read from its
+    workflow's open run.
+
+    A query for a workflow's current run can meet the run it is just leaving: Temporal
+    then rejects it as ``CONTINUED_AS_NEW``, though the thread lives on in the next run,
+    which carries its log on. Such a query is asked again of the run current by then;
+    each such rejection stands for a continue-as-new, so this ends.
+
+    Args:
+        thread: The thread's workflow, or one of its runs.
+
+    Raises:
+        WorkflowQueryRejectedError: The thread's workflow has closed for good.
+    """
+    handle = thread
+    while True:
+        try:
+            return await handle.query(
+                ThreadWorkflow.log,
+                LogQuery(after=after),
+                reject_condition=QueryRejectCondition.NOT_OPEN,
+                rpc_timeout=FOLLOW_QUERY_TIMEOUT,
+            )
+        except WorkflowQueryRejectedError as err:
+            if err.status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
+                raise
+        handle = client.get_workflow_handle(thread.id)
 
 
 def _keepalive_in(quiet_since: float) -> float:

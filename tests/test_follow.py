@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 from ag_ui.core import ResumeEntry
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryRejectedError
+from temporalio.common import QueryRejectCondition
 
 from gateway import streaming
 from gateway.streaming import thread_handle
@@ -29,7 +30,7 @@ from tests.helpers import (
     sse_messages,
     thread_log,
 )
-from workflows.models import OperatorResume
+from workflows.models import LogQuery, OperatorResume
 from workflows.thread import ThreadWorkflow
 
 ARRIVAL_SECONDS = 15.0
@@ -210,6 +211,41 @@ async def test_a_quiet_stream_sends_keepalives_and_gives_its_slot_back_when_left
                 return again.status_code == 200
 
         await eventually(slot_free, what="the follower's slot to be given back")
+
+
+async def test_a_followers_read_that_meets_the_run_its_thread_left_reads_the_next(
+    client: Client, quick: Stack
+) -> None:
+    """Temporal can take a follower's query for the thread's current workflow run to the
+    run the thread is just continuing as new from, and reject it as closed (a probe on
+    the dev server, queries sent while a workflow continued as new again and again, met
+    it every few continues-as-new). The follower then reads the next run, which carries
+    the log on, instead of ending its stream; only a workflow closed for good ends it. A
+    query for the thread's previous run is rejected the same way every time, so the test
+    asks that one."""
+    thread_id = new_thread()
+    run = await post_run_sse(quick.http, "demo", run_input(thread_id, "r1", "confirm"))
+    thread = thread_handle(client, thread_id)
+    history = await thread.fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    assert started.continued_execution_run_id, "the quick stack continues as new after a run"
+    left = client.get_workflow_handle(thread.id, run_id=started.continued_execution_run_id)
+    with pytest.raises(WorkflowQueryRejectedError) as rejected:
+        await left.query(
+            ThreadWorkflow.log, LogQuery(after=0), reject_condition=QueryRejectCondition.NOT_OPEN
+        )
+    assert rejected.value.status == WorkflowExecutionStatus.CONTINUED_AS_NEW
+
+    page = await streaming._read_open_log(client, left, 0)
+    assert [(str(item.seq), item.event.type) for item in page.events] == [
+        (event_id, event["type"]) for event_id, event in run
+    ]
+    assert page == await streaming.read_log(thread, 0)
+
+    await thread.terminate("test")
+    with pytest.raises(WorkflowQueryRejectedError) as closed:
+        await streaming._read_open_log(client, left, 0)
+    assert closed.value.status == WorkflowExecutionStatus.TERMINATED
 
 
 async def test_a_follower_stream_ends_when_the_threads_workflow_is_gone(
