@@ -10,12 +10,13 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -24,6 +25,7 @@ import jwt
 import pytest
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import (
     Client,
     Interceptor,
@@ -31,7 +33,12 @@ from temporalio.client import (
     SignalWorkflowInput,
     WorkflowExecutionStatus,
 )
-from temporalio.common import WorkerDeploymentVersion
+from temporalio.common import (
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkerDeploymentVersion,
+)
 
 import codec
 from bench.reads import counted
@@ -50,9 +57,11 @@ from tests.helpers import (
     serve_stack,
     wait_until_healthy,
 )
-from tests.processes import child_processes
+from tests.processes import DevServer, child_processes
 from tests.test_deploys import approve
 from tests.test_worker_versioning import pinned_to
+from worker import ensure_search_attributes, register_search_attributes
+from workflows import search_attributes
 from workflows.thread_ids import workflow_id_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -305,6 +314,93 @@ def test_the_embedded_server_keeps_its_sqlite_file_in_wal_mode_with_full_sync(
     pragmas = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--sqlite-pragma"]
     assert pragmas == ["journal_mode=wal"]
     assert argv[argv.index("--db-filename") + 1] == str(ROOT / ".data" / "temporal.sqlite")
+
+
+def indexed_columns(launcher: ModuleType, database: Path) -> set[str]:
+    """The columns of the embedded server's visibility table that have an index."""
+    with closing(sqlite3.connect(database)) as db:
+        rows = db.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index'"
+            " AND tbl_name = 'executions_visibility' AND sql IS NOT NULL"
+        ).fetchall()
+    return {found[1] for (sql,) in rows if (found := launcher.INDEXED_COLUMN.search(sql))}
+
+
+async def attribute_columns(client: Client) -> dict[str, str]:
+    """The namespace's custom search attributes, by the visibility column that holds each."""
+    described = await client.workflow_service.describe_namespace(
+        DescribeNamespaceRequest(namespace=client.namespace)
+    )
+    return dict(described.config.custom_search_attribute_aliases)
+
+
+async def test_the_embedded_server_indexes_the_visibility_columns_queries_use_and_no_other(
+    launcher: ModuleType, tmp_path: Path
+) -> None:
+    """``make run`` drops the indexes of the visibility columns that nothing queries, keeps
+    those Temporal's views and features and the engine's attributes use, and gives an
+    attribute registered later an index of its own; a restart brings nothing back, and a
+    query on a column without an index still finds what it asks for (``docs/bench.md``,
+    "The embedded server's visibility indexes")."""
+    database = tmp_path / "temporal.sqlite"
+    server = DevServer(database)
+    try:
+        client = await server.start()
+        await ensure_search_attributes(client)
+        every = indexed_columns(launcher, database)
+        engines = {
+            column
+            for column in await attribute_columns(client)
+            if not column.startswith(("KeywordList", "Text"))
+        }
+        assert engines and launcher.QUERIED_COLUMNS | engines < every
+
+        dropped, created = await launcher.fit_visibility_indexes(client, database)
+        fitted = indexed_columns(launcher, database)
+        assert fitted == launcher.QUERIED_COLUMNS | engines
+        assert {"history_length", "Bool01", "Int01", "Double01"}.isdisjoint(fitted)
+        assert (len(dropped), created) == (len(every) - len(fitted), [])
+
+        kind = f"NoWorker{uuid.uuid4().hex}"
+        status = search_attributes.THREAD_STATUS
+        handle = await client.start_workflow(
+            kind,
+            id=f"wf-{uuid.uuid4()}",
+            task_queue=f"tq-{uuid.uuid4()}",
+            search_attributes=TypedSearchAttributes([SearchAttributePair(status, "waiting")]),
+        )
+        await handle.terminate()
+        found = [
+            f'WorkflowType = "{kind}" AND {status.name} = "waiting"',
+            f'WorkflowType = "{kind}" AND HistoryLength > 0',  # no index
+        ]
+
+        async def all_found() -> bool:
+            return [(await client.count_workflows(q)).count for q in found] == [1, 1]
+
+        await eventually(all_found, what="the workflow, by an indexed column and another")
+
+        customer = SearchAttributeKey.for_keyword("TestCustomer")
+        await register_search_attributes(client, [customer])
+
+        async def registered() -> bool:
+            return customer.name in (await attribute_columns(client)).values()
+
+        await eventually(registered, what="the new attribute's column")
+        await server.stop()
+        client = await server.start()
+        assert indexed_columns(launcher, database) == fitted
+
+        dropped, created = await launcher.fit_visibility_indexes(client, database)
+        [column] = [
+            c for c, name in (await attribute_columns(client)).items() if name == customer.name
+        ]
+        assert (dropped, created) == ([], [f"by_{column.lower()}"])
+        assert indexed_columns(launcher, database) == fitted | {column}
+        await eventually(all_found, what="the workflow after the restart")
+        assert (await client.count_workflows(f'{customer.name} = "x"')).count == 0
+    finally:
+        await server.stop()
 
 
 def test_a_build_is_a_kept_copy_of_the_workers_code_named_by_its_digest(
