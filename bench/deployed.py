@@ -1,7 +1,8 @@
 """The engine as deployed, each part a process of its own, all on loopback.
 
 ``make run``'s layout: the embedded Temporal dev server on a SQLite file in WAL mode
-(``settings.EMBEDDED_SQLITE_PRAGMAS``, as ``scripts/run.py`` starts it), ``worker.py``
+(``settings.EMBEDDED_SQLITE_PRAGMAS``, as ``scripts/run.py`` starts it), its visibility
+indexes fitted (``settings.fit_embedded_visibility_indexes``), ``worker.py``
 and ``python -m gateway``, serving the example agents. Unlike ``bench/stack.py``, which
 runs worker and gateway in the bench's own process, this lets a bench read each
 process's memory and CPU. Nothing of the environment's Temporal or engine settings leaks
@@ -30,7 +31,12 @@ from temporalio.client import Client
 from temporalio.converter import DataConverter
 
 from bench.stack import TEMPORAL_CLI, free_port
-from settings import RUN_COMPRESS_FROM, Settings, embedded_server_flags
+from settings import (
+    RUN_COMPRESS_FROM,
+    Settings,
+    embedded_server_flags,
+    fit_embedded_visibility_indexes,
+)
 from worker import ensure_search_attributes, promote_first_build
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,8 +138,10 @@ async def deployed(
     try:
         server = await start(*server_argv(database, temporal_port))
         client = await connected(address, settings.data_converter())
-        # Usable before the first run, as ``make run`` does (``scripts/run.py``).
+        # Usable before the first run, its indexes fitted, as ``make run`` does
+        # (``scripts/run.py``).
         await ensure_search_attributes(client)
+        await fit_embedded_visibility_indexes(client, database)
         worker = await start(sys.executable, "worker.py")
         if versioned:
             await promote_first_build(client, settings)

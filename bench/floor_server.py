@@ -52,6 +52,7 @@ from bench.deployed import ROOT, connected, healthy, server_argv, stop
 from bench.stack import free_port
 from bench.workflows import FloorCycleWorkflow, noop_tool
 from gateway.streaming import opens_thread
+from settings import fit_embedded_visibility_indexes
 from worker import WORKFLOW_RUNNER, promote_build
 
 TASK_QUEUE = "floor"
@@ -191,10 +192,11 @@ async def serve(address: str, port: int) -> None:
 
 
 async def main(port: int) -> None:
-    """Start the dev server on a SQLite file in a directory of its own, then the worker
-    and the HTTP server on ``port``; say where it listens, where its Temporal server and
-    that server's metrics are (:mod:`bench.server_work`, :mod:`bench.hops`) and which
-    processes to measure; stop them all, server last, when interrupted."""
+    """Start the dev server on a SQLite file in a directory of its own, its visibility
+    indexes fitted as ``make run`` fits them, then the worker and the HTTP server on
+    ``port``; say where it listens, where its Temporal server and that server's metrics
+    are (:mod:`bench.server_work`, :mod:`bench.hops`) and which processes to measure;
+    stop them all, server last, when interrupted."""
     temporal_port, metrics_port = free_port(), free_port()
     address = f"127.0.0.1:{temporal_port}"
     this = [sys.executable, "-m", "bench.floor_server", "--address", address]
@@ -215,6 +217,8 @@ async def main(port: int) -> None:
         try:
             database = Path(data) / "temporal.sqlite"
             await start(*server_argv(database, temporal_port), "--metrics-port", str(metrics_port))
+            client = await connected(address, DataConverter.default)
+            await fit_embedded_visibility_indexes(client, database)
             await start(*this, "--role", "worker")
             await start(*this, "--role", "http", "--port", str(port))
             await healthy(f"http://127.0.0.1:{port}", started)

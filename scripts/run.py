@@ -27,11 +27,9 @@ import contextlib
 import errno
 import hashlib
 import os
-import re
 import shutil
 import signal
 import socket
-import sqlite3
 import sys
 import tempfile
 import time
@@ -40,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import (
     Client,
     WorkflowContinuedAsNewError,
@@ -59,7 +56,12 @@ from gateway.tokens import (
     dev_session_secret,
     mint,
 )
-from settings import RUN_COMPRESS_FROM, Settings, embedded_server_flags
+from settings import (
+    RUN_COMPRESS_FROM,
+    Settings,
+    embedded_server_flags,
+    fit_embedded_visibility_indexes,
+)
 from worker import ensure_search_attributes, promote_build
 from workflows.versioning import UPGRADE_SIGNAL
 
@@ -488,98 +490,15 @@ async def search_attributes_ready(env: dict[str, str]) -> None:
     """Register the engine's search attributes on the embedded server, and wait until it
     takes them, before the worker and the gateway start: a run the gateway took before
     then would be refused (``worker.ensure_search_attributes``). Then fit the server's
-    visibility indexes to them (:func:`fit_visibility_indexes`)."""
+    visibility indexes to them (``settings.fit_embedded_visibility_indexes``)."""
     client = await Client.connect(**ClientConfig.load_client_connect_config(override_env_vars=env))
     await ensure_search_attributes(client)
-    dropped, created = await fit_visibility_indexes(client, DATA / "temporal.sqlite")
+    dropped, created = await fit_embedded_visibility_indexes(client, DATA / "temporal.sqlite")
     if dropped or created:
         log(
             f"visibility indexes: dropped {len(dropped)} no query uses,"
             f" created {len(created)} for search attributes"
         )
-
-
-QUERIED_COLUMNS = frozenset(
-    {
-        # What Temporal's list views and filters (the Web UI's, `temporal workflow list`'s)
-        # and the engine's own queries (besides its search attributes) ask for.
-        "execution_time",
-        "workflow_id",
-        "workflow_type_name",
-        "status",
-        "task_queue",
-        "parent_workflow_id",
-        "parent_run_id",
-        "root_workflow_id",
-        "root_run_id",
-        # What Temporal's features on this server list by: schedules, batch jobs, Worker
-        # Deployments, paused activities.
-        "TemporalNamespaceDivision",
-        "TemporalScheduledById",
-        "TemporalScheduledStartTime",
-        "TemporalSchedulePaused",
-        "BatcherUser",
-        "TemporalWorkerDeployment",
-        "TemporalWorkerDeploymentVersion",
-        "TemporalWorkflowVersioningBehavior",
-        "TemporalPauseInfo",
-    }
-)
-"""The embedded server's visibility columns that keep their indexes, besides those of the
-namespace's custom search attributes (:func:`fit_visibility_indexes`)."""
-INDEXED_COLUMN = re.compile(r"\(namespace_id, (\w+),")
-"""The column of one of the visibility table's indexes on one column, in its SQL."""
-UNINDEXED_KEY = "(namespace_id, "
-"""Where the visibility table's default index (``default_idx``, on no column) names its
-key, before which an index of a column names the column."""
-
-
-async def fit_visibility_indexes(client: Client, database: Path) -> tuple[list[str], list[str]]:
-    """Keep the embedded server's visibility indexes to those queries use: drop the others,
-    index custom search attributes that have none. Return the names dropped and created.
-
-    Temporal's SQLite visibility table has an index on each of its ~60 columns, and its
-    store writes a workflow's record whole whenever its status or search attributes
-    change, so each such write rewrites every index: most of a visibility write's cost,
-    four times per interrupt cycle (``docs/bench.md``, "The embedded server's visibility
-    indexes"). The indexes kept are those of :data:`QUERIED_COLUMNS` and of the columns
-    that hold the namespace's custom search attributes (the engine's, and any an operator
-    registered since: each gets an index like Temporal's own, the next time this runs).
-    A query on another column still answers, reading the table instead of an index. The
-    dev server sets up its schema only when it creates the file and never migrates it,
-    so nothing it does brings a dropped index back.
-    """
-    described = await client.workflow_service.describe_namespace(
-        DescribeNamespaceRequest(namespace=client.namespace)
-    )
-    attributes = set(described.config.custom_search_attribute_aliases)
-    kept = QUERIED_COLUMNS | attributes
-    with contextlib.closing(sqlite3.connect(database, timeout=30)) as db:
-        indexes = dict(
-            db.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'index'"
-                " AND tbl_name = 'executions_visibility' AND sql IS NOT NULL"
-            ).fetchall()
-        )
-        columns = {
-            name: found[1] for name, sql in indexes.items() if (found := INDEXED_COLUMN.search(sql))
-        }
-        dropped = sorted(name for name, column in columns.items() if column not in kept)
-        # Lists (keyword lists, text) are searched through full-text tables, not indexes.
-        missing = sorted(
-            column
-            for column in attributes - set(columns.values())
-            if not column.startswith(("KeywordList", "Text"))
-        )
-        created = [f"by_{column.lower()}" for column in missing]
-        for name in dropped:
-            with db:
-                db.execute(f'DROP INDEX "{name}"')
-        for name, column in zip(created, missing, strict=True):
-            sql = indexes["default_idx"].replace("default_idx", name, 1)
-            with db:
-                db.execute(sql.replace(UNINDEXED_KEY, f"{UNINDEXED_KEY}{column}, ", 1))
-    return dropped, created
 
 
 def temporal_argv(settings: Settings, codec_endpoint: str) -> list[str]:

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,9 +20,11 @@ from bench.floor_server import PATH
 from bench.hops import floor_workflow_id, measure_hops
 from bench.server_work import ServerWork, settled_work
 from bench.stack import free_port
+from settings import EMBEDDED_QUERIED_COLUMNS
 from tests.helpers import new_thread, post_run
 from tests.processes import ROOT
 from tests.test_hops import assert_cycle_hops
+from tests.test_run_script import indexed_columns
 
 STARTUP_SECONDS = 60.0
 Message = dict[str, Any]
@@ -32,6 +35,12 @@ def outcome(events: list[dict[str, Any]]) -> dict[str, Any]:
     assert finished["type"] == "RUN_FINISHED", events
     result: dict[str, Any] = finished["outcome"]
     return result
+
+
+def db_filename(pid: int) -> Path:
+    """The SQLite file of the dev server running as ``pid``, from its command line."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    return Path(argv[argv.index("--db-filename") + 1])
 
 
 def alive(pid: int) -> bool:
@@ -90,6 +99,8 @@ async def test_the_floor_serves_the_side_by_side_cycle_and_stops_with_its_proces
         assert said[1] == f"http://127.0.0.1:{port}{PATH}"
         temporal, metrics = said[2], said[3]
         processes = [int(pid) for pid in said.groups()[3:]]  # Temporal, worker, HTTP
+        # The floor's server file is indexed as ``make run``'s, less the engine's attributes.
+        assert indexed_columns(db_filename(processes[0])) == EMBEDDED_QUERIED_COLUMNS
 
         thread_id = new_thread()
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:

@@ -44,7 +44,13 @@ import codec
 from bench.reads import counted
 from gateway import tokens
 from gateway.streaming import thread_handle
-from settings import RUN_COMPRESS_FROM, Settings
+from settings import (
+    EMBEDDED_INDEXED_COLUMN,
+    EMBEDDED_QUERIED_COLUMNS,
+    RUN_COMPRESS_FROM,
+    Settings,
+    fit_embedded_visibility_indexes,
+)
 from tests.helpers import (
     TEST_SECRET,
     eventually,
@@ -316,14 +322,14 @@ def test_the_embedded_server_keeps_its_sqlite_file_in_wal_mode_with_full_sync(
     assert argv[argv.index("--db-filename") + 1] == str(ROOT / ".data" / "temporal.sqlite")
 
 
-def indexed_columns(launcher: ModuleType, database: Path) -> set[str]:
+def indexed_columns(database: Path) -> set[str]:
     """The columns of the embedded server's visibility table that have an index."""
     with closing(sqlite3.connect(database)) as db:
         rows = db.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'index'"
             " AND tbl_name = 'executions_visibility' AND sql IS NOT NULL"
         ).fetchall()
-    return {found[1] for (sql,) in rows if (found := launcher.INDEXED_COLUMN.search(sql))}
+    return {found[1] for (sql,) in rows if (found := EMBEDDED_INDEXED_COLUMN.search(sql))}
 
 
 async def attribute_columns(client: Client) -> dict[str, str]:
@@ -335,7 +341,7 @@ async def attribute_columns(client: Client) -> dict[str, str]:
 
 
 async def test_the_embedded_server_indexes_the_visibility_columns_queries_use_and_no_other(
-    launcher: ModuleType, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """``make run`` drops the indexes of the visibility columns that nothing queries, keeps
     those Temporal's views and features and the engine's attributes use, and gives an
@@ -347,17 +353,17 @@ async def test_the_embedded_server_indexes_the_visibility_columns_queries_use_an
     try:
         client = await server.start()
         await ensure_search_attributes(client)
-        every = indexed_columns(launcher, database)
+        every = indexed_columns(database)
         engines = {
             column
             for column in await attribute_columns(client)
             if not column.startswith(("KeywordList", "Text"))
         }
-        assert engines and launcher.QUERIED_COLUMNS | engines < every
+        assert engines and EMBEDDED_QUERIED_COLUMNS | engines < every
 
-        dropped, created = await launcher.fit_visibility_indexes(client, database)
-        fitted = indexed_columns(launcher, database)
-        assert fitted == launcher.QUERIED_COLUMNS | engines
+        dropped, created = await fit_embedded_visibility_indexes(client, database)
+        fitted = indexed_columns(database)
+        assert fitted == EMBEDDED_QUERIED_COLUMNS | engines
         assert {"history_length", "Bool01", "Int01", "Double01"}.isdisjoint(fitted)
         assert (len(dropped), created) == (len(every) - len(fitted), [])
 
@@ -389,14 +395,14 @@ async def test_the_embedded_server_indexes_the_visibility_columns_queries_use_an
         await eventually(registered, what="the new attribute's column")
         await server.stop()
         client = await server.start()
-        assert indexed_columns(launcher, database) == fitted
+        assert indexed_columns(database) == fitted
 
-        dropped, created = await launcher.fit_visibility_indexes(client, database)
+        dropped, created = await fit_embedded_visibility_indexes(client, database)
         [column] = [
             c for c, name in (await attribute_columns(client)).items() if name == customer.name
         ]
         assert (dropped, created) == ([], [f"by_{column.lower()}"])
-        assert indexed_columns(launcher, database) == fitted | {column}
+        assert indexed_columns(database) == fitted | {column}
         await eventually(all_found, what="the workflow after the restart")
         assert (await client.count_workflows(f'{customer.name} = "x"')).count == 0
     finally:
