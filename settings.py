@@ -130,9 +130,10 @@ async def fit_embedded_visibility_indexes(
     store writes a workflow's record whole whenever its status or search attributes
     change, so each such write rewrites every index: most of a visibility write's cost,
     four times per interrupt cycle (``docs/bench.md``, "The embedded server's visibility
-    indexes"). The indexes kept are those of :data:`EMBEDDED_QUERIED_COLUMNS` and of the columns
-    that hold the namespace's custom search attributes (the engine's, and any an operator
-    registered since: each gets an index like Temporal's own, the next time this runs).
+    indexes"). The indexes kept are those of :data:`EMBEDDED_QUERIED_COLUMNS` and of the
+    columns that hold the namespace's custom search attributes (the engine's, and any an
+    operator registered since: each gets an index like Temporal's own, the next time this
+    runs).
     A query on another column still answers, reading the table instead of an index. The
     dev server sets up its schema only when it creates the file and never migrates it,
     so nothing it does brings a dropped index back.
