@@ -12,7 +12,7 @@ INSTALLED := $(VENV)/.installed
 NODE_INSTALLED := tests/node/node_modules/.installed
 WEB_INSTALLED := gateway/web/node_modules/.installed
 
-.PHONY: run test unit install bench bench-waiting bench-pair lint histories screenshots
+.PHONY: run test unit install bench bench-waiting bench-pair bench-peer lint histories screenshots
 
 install: $(INSTALLED) $(NODE_INSTALLED) $(WEB_INSTALLED)
 
@@ -79,6 +79,13 @@ bench-waiting: $(INSTALLED)
 # instead of fresh threads. ~1.5 minutes.
 bench-pair: $(INSTALLED)
 	$(BIN)/python -m bench.pair $(if $(A),--a $(A)) $(if $(B),--b $(B)) $(ARGS)
+
+# One side-by-side sitting: ../shared/peers/side_by_side.sh (the peer, then make run), then
+# the cycle's floor with the same client, the three in one table (docs/bench.md, "The floor
+# against the peer"). Needs ports 7233, 8233, 8000 and 8100 free; ARGS="--fresh" deletes
+# .data first, ARGS="--duration 5 --warmup 2" for a quicker one. ~8 minutes.
+bench-peer: $(INSTALLED)
+	$(BIN)/python -m bench.sitting $(ARGS)
 
 lint: $(INSTALLED)
 	$(BIN)/python -m pip install --quiet ruff==0.17.6 mypy==2.4.1

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import signal
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
@@ -58,6 +60,35 @@ from worker import WORKFLOW_RUNNER, promote_build
 TASK_QUEUE = "floor"
 PATH = "/agents/floor"
 TOOL = "send_email"
+_ANNOUNCEMENT = re.compile(r"floor: (\S+) temporal: (\S+) metrics: (\S+) pids: (\d+(?: \d+)*)")
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """What the floor server prints, a line, once it serves: where, where its Temporal
+    server and that server's metrics are, and which processes are the floor's (the
+    Temporal server, the worker, the HTTP server), whose CPU the client reads."""
+
+    url: str
+    temporal: str
+    metrics: str
+    pids: tuple[int, ...]
+
+    def line(self) -> str:
+        pids = " ".join(str(pid) for pid in self.pids)
+        return f"floor: {self.url} temporal: {self.temporal} metrics: {self.metrics} pids: {pids}"
+
+    @classmethod
+    def parse(cls, line: str) -> Announcement:
+        """The announcement :meth:`line` wrote (a trailing newline aside).
+
+        Raises:
+            ValueError: ``line`` is not one.
+        """
+        said = _ANNOUNCEMENT.fullmatch(line.rstrip("\n"))
+        if said is None:
+            raise ValueError(f"not the floor server's announcement: {line!r}")
+        return cls(said[1], said[2], said[3], tuple(int(pid) for pid in said[4].split()))
 
 
 def interrupt_id(call_id: str) -> str:
@@ -222,13 +253,13 @@ async def main(port: int) -> None:
             await start(*this, "--role", "worker")
             await start(*this, "--role", "http", "--port", str(port))
             await healthy(f"http://127.0.0.1:{port}", started)
-            pids = " ".join(str(process.pid) for process in started)
-            metrics = f"http://127.0.0.1:{metrics_port}/metrics"
-            print(
-                f"floor: http://127.0.0.1:{port}{PATH} temporal: {address} metrics: {metrics}"
-                f" pids: {pids}",
-                flush=True,
+            said = Announcement(
+                url=f"http://127.0.0.1:{port}{PATH}",
+                temporal=address,
+                metrics=f"http://127.0.0.1:{metrics_port}/metrics",
+                pids=tuple(process.pid for process in started),
             )
+            print(said.line(), flush=True)
             await interrupted.wait()
         finally:
             for process in reversed(started):

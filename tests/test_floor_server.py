@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from bench.floor_server import PATH
+from bench.floor_server import PATH, Announcement
 from bench.hops import floor_workflow_id, measure_hops
 from bench.server_work import ServerWork, settled_work
 from bench.stack import free_port
@@ -92,13 +91,11 @@ async def test_the_floor_serves_the_side_by_side_cycle_and_stops_with_its_proces
     processes: list[int] = []
     try:
         line = (await asyncio.wait_for(floor.stdout.readline(), STARTUP_SECONDS)).decode()
-        said = re.fullmatch(
-            r"floor: (\S+) temporal: (\S+) metrics: (\S+) pids: (\d+) (\d+) (\d+)\n", line
-        )
-        assert said is not None, line
-        assert said[1] == f"http://127.0.0.1:{port}{PATH}"
-        temporal, metrics = said[2], said[3]
-        processes = [int(pid) for pid in said.groups()[3:]]  # Temporal, worker, HTTP
+        said = Announcement.parse(line)
+        assert said.url == f"http://127.0.0.1:{port}{PATH}"
+        temporal, metrics = said.temporal, said.metrics
+        processes = list(said.pids)  # Temporal, worker, HTTP
+        assert len(processes) == 3
         # The floor's server file is indexed as ``make run``'s, less the engine's attributes.
         assert indexed_columns(db_filename(processes[0])) == EMBEDDED_QUERIED_COLUMNS
 
