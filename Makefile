@@ -83,7 +83,7 @@ bench-pair: $(INSTALLED)
 # One side-by-side sitting: ../shared/peers/side_by_side.sh (the peer, then make run), then
 # the cycle's floor with the same client, the three in one table (docs/bench.md, "The floor
 # against the peer"). Needs ports 7233, 8233, 8000 and 8100 free; ARGS="--fresh" deletes
-# .data first, ARGS="--duration 5 --warmup 2" for a quicker one. ~8 minutes.
+# .data first, ARGS="--duration 5 --warmup 2" for a quicker one. ~5 minutes.
 bench-peer: $(INSTALLED)
 	$(BIN)/python -m bench.sitting $(ARGS)
 

@@ -80,7 +80,7 @@ def rows(lines: Iterable[str]) -> Rows:
 def table(ours: Rows, floor: Rows, peer: Rows) -> str:
     """The sitting as a Markdown table: each scenario's cycles per second as ratios, the
     CPU milliseconds per cycle of all of each one's processes, the resume's p50, and the
-    errors each saw. A scenario any of the three lacks reads ``-``."""
+    errors each saw. What a side lacks (a scenario whose client failed) reads ``-``."""
 
     def rate(row: Row | None) -> float | None:
         return row.get("cycles_per_s") if row else None
