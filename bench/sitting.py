@@ -49,16 +49,23 @@ concurrency."""
 
 
 def client_argv(
-    python: str, url: str, mode: str, concurrency: int, duration: float, warmup: float
+    python: str,
+    floor: Announcement,
+    mode: str,
+    concurrency: int,
+    duration: float,
+    warmup: float,
 ) -> list[str]:
     """The side-by-side client's command line for one scenario, as the script runs it
-    (without the engine's token, which the floor does not ask for)."""
+    (without the engine's token, which the floor does not ask for), reading the CPU of
+    the ``floor``'s processes."""
     argv = [
         python,
         str(PEERS / "bench.py"),
-        *("--url", url, "--message", "email a@b.com"),
+        *("--url", floor.url, "--message", "email a@b.com"),
         *("--concurrency", str(concurrency), "--duration", str(duration)),
         *("--warmup", str(warmup), "--label", f"floor {mode}-c{concurrency}"),
+        *(arg for pid in floor.pids for arg in ("--server-pid", str(pid))),
     ]
     return [*argv, "--same-thread"] if mode == "same" else argv
 
@@ -150,9 +157,7 @@ def floor_rows(python: str, duration: float, warmup: float) -> Rows:
         floor = Announcement.parse(server.stdout.readline())
         measured: list[str] = []
         for mode, concurrency in SCENARIOS:
-            argv = client_argv(python, floor.url, mode, concurrency, duration, warmup)
-            for pid in floor.pids:
-                argv += ["--server-pid", str(pid)]
+            argv = client_argv(python, floor, mode, concurrency, duration, warmup)
             done = subprocess.run(argv, capture_output=True, text=True, check=False)
             measured += done.stdout.splitlines()[-1:]
         return rows(measured)

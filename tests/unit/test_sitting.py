@@ -66,8 +66,9 @@ def test_each_scenario_compares_the_three_and_a_missing_one_reads_as_such() -> N
 
 
 def test_the_client_grows_one_thread_only_in_the_growing_scenarios() -> None:
-    fresh = client_argv("python", "http://floor", "fresh", 16, 10.0, 3.0)
-    same = client_argv("python", "http://floor", "same", 16, 10.0, 3.0)
+    floor = Announcement("http://floor", "127.0.0.1:40001", "http://metrics", (11, 12, 13))
+    fresh = client_argv("python", floor, "fresh", 16, 10.0, 3.0)
+    same = client_argv("python", floor, "same", 16, 10.0, 3.0)
     assert "--same-thread" not in fresh
     assert same[-1] == "--same-thread"
     assert len(same) == len(fresh) + 1
