@@ -138,12 +138,41 @@ async def running_stack(
         await env.shutdown()
 
 
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_handed_out: set[int] = set()
+
+
+def _ephemeral_range() -> range:
+    """The ports the OS gives outgoing connections (Linux's default where it does not say)."""
+    try:
+        low, high = map(int, _EPHEMERAL_RANGE.read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
 def free_port() -> int:
-    """A loopback port nothing listens on now (the OS picks it)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
+    """A loopback port nothing listens on now, for a server started after this returns.
+
+    It comes from outside the OS's ephemeral range: a port bound to 0 comes from inside it,
+    where any process's next outgoing connection can take it before the server binds it.
+    Picked at random (from the system's randomness, which no test seeds) so that parallel
+    test processes do not pick alike, and never twice by this process.
+    """
+    ephemeral = _ephemeral_range()
+    candidates = [port for port in range(10000, 65536) if port not in ephemeral]
+    for _ in range(100):
+        port = secrets.choice(candidates)
+        if port in _handed_out:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
         return port
+    raise RuntimeError("no free loopback port outside the ephemeral range")
 
 
 @contextmanager

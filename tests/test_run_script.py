@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -101,16 +101,6 @@ def listening() -> Iterator[int]:
         yield port
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports nothing listens on right now (held together while
-    they are picked, so no two are the same)."""
-    with ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in socks]
-
-
 def accepts_connections(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -133,7 +123,7 @@ def test_a_taken_port_is_one_line_and_nothing_starts(taken: str, embedded: bool)
     stderr naming that port and its variable, having started nothing."""
     env = {name: value for name, value in os.environ.items() if name != "TEMPORAL_ADDRESS"}
     others = [name for name in PORT_VARIABLES if name != taken]
-    *ports, external = free_ports(len(others) + 1)
+    *ports, external = [free_port() for _ in range(len(others) + 1)]
     env.update({name: str(port) for name, port in zip(others, ports, strict=True)})
     if not embedded:
         # Nothing listens there: the launcher must not need it to refuse.
