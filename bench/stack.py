@@ -139,10 +139,13 @@ async def running_stack(
 
 
 _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_PICKED_PORT = 10000
+"""Below it are the well-known services' ports and ``make run``'s own (7233, 8233, 8000),
+which a test or bench must leave to them even while they are not listening."""
 _handed_out: set[int] = set()
 
 
-def _ephemeral_range() -> range:
+def ephemeral_range() -> range:
     """The ports the OS gives outgoing connections (Linux's default where it does not say)."""
     try:
         low, high = map(int, _EPHEMERAL_RANGE.read_text().split())
@@ -159,8 +162,10 @@ def free_port() -> int:
     Picked at random (from the system's randomness, which no test seeds) so that parallel
     test processes do not pick alike, and never twice by this process.
     """
-    ephemeral = _ephemeral_range()
-    candidates = [port for port in range(10000, 65536) if port not in ephemeral]
+    ephemeral = ephemeral_range()
+    candidates = [port for port in range(LOWEST_PICKED_PORT, 65536) if port not in ephemeral]
+    if not candidates:
+        raise RuntimeError(f"the ephemeral range ({_EPHEMERAL_RANGE}) leaves no port to pick")
     for _ in range(100):
         port = secrets.choice(candidates)
         if port in _handed_out:
