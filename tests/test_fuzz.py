@@ -136,6 +136,17 @@ class WaitingThread:
         self.view = await self._view()
         self.history = await self._history()
 
+    @property
+    def path(self) -> str:
+        """The thread's own route (``GET`` reads it, ``DELETE`` deletes it)."""
+        return f"/threads/{self.thread_id}"
+
+    async def assert_erased(self, after: object) -> None:
+        """The thread is gone, as ``after`` (its deletion) should leave it."""
+        response = await self.stack.http.get(self.path)
+        assert response.status_code == 404, f"the thread is still there after {after}"
+        assert response.json()["error"]["code"] == GatewayErrorCode.UNKNOWN_THREAD
+
     async def assert_unchanged(self, after: object) -> None:
         """The thread is as last seen: ``after`` changed nothing."""
         assert await self._view() == self.view, f"the waiting thread changed after {after}"
@@ -153,7 +164,8 @@ class WaitingThread:
         """
         try:
             async with asyncio.timeout(REQUEST_SECONDS):
-                if await self._view() != self.view or await self._history() != self.history:
+                gone = (await self.stack.http.get(self.path)).status_code == 404
+                if gone or await self._view() != self.view or await self._history() != self.history:
                     await self.start()
         except (AssertionError, TimeoutError, httpx.HTTPError, RPCError) as err:
             raise Wedged(f"the stack did not recover ({err!r}) after {after}") from err
@@ -182,7 +194,7 @@ class WaitingThread:
         assert health.json()["status"] == "ok"
 
     async def _view(self) -> dict[str, Any]:
-        response = await self.stack.http.get(f"/threads/{self.thread_id}")
+        response = await self.stack.http.get(self.path)
         assert response.status_code == 200, response.text
         view: dict[str, Any] = response.json()
         return view
@@ -614,11 +626,14 @@ class Aim:
     """Sent with the owner's token."""
     resumes: bool
     """With a ``resume`` that is not empty."""
+    may_erase: bool = False
+    """Sent by someone who may delete the thread: its owner or an admin."""
 
 
 async def check_request(waiting: WaitingThread, sent: Sent, aim: Aim) -> None:
     """Send ``sent``; its answer keeps the contracts, and the waiting thread is unchanged
-    unless it accepted the run, which only its owner's resume may make it do.
+    unless it accepted the run, which only its owner's resume may make it do, or deleted
+    it, which only its owner or an admin may.
 
     Raises:
         AssertionError: A property does not hold (the thread is made whole first).
@@ -638,6 +653,11 @@ async def check_request(waiting: WaitingThread, sent: Sent, aim: Aim) -> None:
         status, body = response.status_code, response.content
         run = sent.method == "POST"
         rejected = judge(status, content_type, body, run, aim.thread_id, draft)
+        if not rejected and sent.method == "DELETE" and sent.path == waiting.path:
+            assert aim.may_erase, f"the waiting thread was deleted by someone who may not: {sent}"
+            await waiting.assert_erased(sent)
+            await waiting.start()
+            return
         if rejected or not run or aim.thread_id != waiting.thread_id:
             await waiting.assert_unchanged(sent)
             return
@@ -810,9 +830,13 @@ KNOWN_RAW_REQUESTS = [
     RawRequest("POST", "/agents/demo", "owner", "application/json", b"[" * 5_000, {}),
     RawRequest("POST", "/nowhere", "owner", None, b"", {}),
     RawRequest("PUT", "/agents/demo", "owner", None, b"", {}),
+    RawRequest("DELETE", f"/threads/{WAITING}", "someone else", None, b"", {}),
+    RawRequest("DELETE", f"/threads/{WAITING}", "owner", "application/json", b"[" * 50_000, {}),
 ]
-"""Requests that once broke the gateway, tried first on every run (an infinite number;
-nesting too deep to parse; a route or a method it does not serve)."""
+"""Requests tried first on every run: ones that once broke the gateway (an infinite
+number; nesting too deep to parse; a route or a method it does not serve), and the
+waiting thread deleted by someone else, then by its owner (which once broke this test:
+an owner's deletion is no rejected request)."""
 
 
 async def test_raw_requests_leave_a_waiting_thread_unchanged(waiting: WaitingThread) -> None:
@@ -820,11 +844,11 @@ async def test_raw_requests_leave_a_waiting_thread_unchanged(waiting: WaitingThr
         headers = {**raw.headers, **authorization(raw.caller)}
         if raw.content_type is not None:
             headers["content-type"] = raw.content_type
-        aim = Aim(None, owner=raw.caller == "owner", resumes=False)
+        aim = Aim(None, raw.caller == "owner", False, raw.caller in ("owner", "admin"))
         body = raw.body
         if isinstance(body, dict):
             filled = fill(body, waiting)
-            aim = Aim(filled["threadId"], aim.owner, _resumes(filled))
+            aim = Aim(filled["threadId"], aim.owner, _resumes(filled), aim.may_erase)
             body = encode(filled)
         path = raw.path.replace(WAITING, waiting.thread_id)
         await check_request(waiting, Sent(path, headers, body, raw.method), aim)
