@@ -89,13 +89,22 @@ KEEPALIVE_SECONDS = 15.0
 """A stream following a thread sends a keepalive after this long without an event, so
 proxies on the way do not close it as idle."""
 TRANSIENT = frozenset(
-    {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.RESOURCE_EXHAUSTED}
+    {
+        RPCStatusCode.UNAVAILABLE,
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.CANCELLED,
+        RPCStatusCode.RESOURCE_EXHAUSTED,
+    }
 )
 """Failures of a read that a stream following a thread waits out: Temporal (or a
-worker) unreachable or overloaded for a while."""
-FOLLOW_QUERY_TIMEOUT = timedelta(seconds=10)
-"""How long one read of a followed thread may take (no worker, say) before it counts as
-such a failure, so the stream's keepalives go on meanwhile."""
+worker) unreachable or overloaded for a while. A read past :data:`READ_TIMEOUT` fails
+``CANCELLED`` (the SDK's "Timeout expired"), not ``DEADLINE_EXCEEDED``."""
+READ_TIMEOUT = timedelta(seconds=10)
+"""How long one read of a thread may take before it counts as Temporal unreachable (a
+request's answer is 503 ``TEMPORAL_UNAVAILABLE``; a followed thread's stream waits it
+out, its keepalives going on meanwhile). With no worker to answer it (one stopped or
+being replaced, say), Temporal would hold a read for 30 s, longer than many clients
+and proxies wait."""
 
 
 WATCHES = 256
@@ -497,7 +506,7 @@ def thread_handle(client: Client, thread_id: str) -> WorkflowHandle[ThreadWorkfl
 async def find_run(thread: WorkflowHandle[ThreadWorkflow, None], run_id: str) -> RunLookup:
     """The thread's owner and its latest run with AG-UI ``runId`` ``run_id`` (a resume
     may reuse one)."""
-    return await thread.query(ThreadWorkflow.run_record, run_id)
+    return await thread.query(ThreadWorkflow.run_record, run_id, rpc_timeout=READ_TIMEOUT)
 
 
 async def attach(
@@ -523,7 +532,7 @@ async def attach(
 
 async def read_log(thread: WorkflowHandle[ThreadWorkflow, None], after: int) -> LogPage:
     """The thread's owner and the first page of its events with ``seq > after``."""
-    return await thread.query(ThreadWorkflow.log, LogQuery(after=after))
+    return await thread.query(ThreadWorkflow.log, LogQuery(after=after), rpc_timeout=READ_TIMEOUT)
 
 
 async def follow(
@@ -616,7 +625,7 @@ async def _read_open_log(
                 ThreadWorkflow.log,
                 LogQuery(after=after),
                 reject_condition=QueryRejectCondition.NOT_OPEN,
-                rpc_timeout=FOLLOW_QUERY_TIMEOUT,
+                rpc_timeout=READ_TIMEOUT,
             )
         except WorkflowQueryRejectedError as err:
             if err.status != WorkflowExecutionStatus.CONTINUED_AS_NEW:

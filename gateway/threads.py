@@ -45,7 +45,7 @@ from gateway.inbox import (
     may_decide,
     thread_query,
 )
-from gateway.streaming import thread_handle
+from gateway.streaming import READ_TIMEOUT, thread_handle
 from settings import Settings
 from workflows import search_attributes, visibility
 from workflows.models import AuditRecord, Model, ThreadStatus, ThreadView
@@ -133,7 +133,9 @@ async def interrupts(
 async def thread(thread_id: ThreadIdPath, principal: PrincipalDep, client: ClientDep) -> ThreadView:
     """The thread's messages, state and runs, for its owner (and admins)."""
     try:
-        view = await thread_handle(client, thread_id).query(ThreadWorkflow.view)
+        view = await thread_handle(client, thread_id).query(
+            ThreadWorkflow.view, rpc_timeout=READ_TIMEOUT
+        )
     except TEMPORAL_ERRORS as err:
         raise thread_read_error(thread_id, err) from err
     if not may_read(principal, view.owner):
@@ -185,7 +187,9 @@ async def interrupt(
     """One interrupt, for the thread's owner and admins, whoever may decide it now and
     whoever decided it; to anyone else, the thread does not exist."""
     try:
-        thread = await thread_handle(client, thread_id).query(ThreadWorkflow.view)
+        thread = await thread_handle(client, thread_id).query(
+            ThreadWorkflow.view, rpc_timeout=READ_TIMEOUT
+        )
     except TEMPORAL_ERRORS as err:
         raise thread_read_error(thread_id, err) from err
     asked = next((each for each in thread.interrupts if each.id == interrupt_id), None)

@@ -14,9 +14,11 @@ from ag_ui.core import ResumeEntry
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryRejectedError
 from temporalio.common import QueryRejectCondition
 
+from bench.reads import ReadCount, counted
 from gateway import streaming
-from gateway.streaming import thread_handle
+from gateway.streaming import READ_TIMEOUT, thread_handle
 from tests.helpers import (
+    OWNER,
     SseEvent,
     Stack,
     assert_valid_stream,
@@ -30,7 +32,8 @@ from tests.helpers import (
     sse_messages,
     thread_log,
 )
-from workflows.models import LogQuery, OperatorResume
+from tests.processes import engine
+from workflows.models import LogPage, LogQuery, OperatorResume
 from workflows.thread import ThreadWorkflow
 
 ARRIVAL_SECONDS = 15.0
@@ -264,3 +267,61 @@ async def test_a_follower_stream_ends_when_the_threads_workflow_is_gone(
 
 async def _rest(messages: AsyncIterator[SseEvent]) -> list[SseEvent]:
     return [message async for message in messages]
+
+
+async def test_reads_no_worker_answers_fail_in_time_and_a_follower_waits_them_out(
+    client: Client,
+) -> None:
+    """With its worker gone (killed, or being replaced in a deploy), Temporal holds a read
+    of a thread until a worker answers, for up to 30 s. A request's read gives up after
+    ``READ_TIMEOUT`` with a 503 to retry; a follower's read gives up too, and its stream
+    reads again until a worker is back. (Two threads: Temporal holds only one read of a
+    thread at a time there, and refuses the others as too many.)"""
+    async with engine(client.service_client.config.target_host) as stack:
+        worker = stack.start_worker()
+        gateway = await stack.start_gateway()
+        followed_id, read_id = new_thread(), new_thread()
+        run = await post_run_sse(gateway.http, "demo", run_input(followed_id, "r1", "confirm"))
+        await post_run_sse(gateway.http, "demo", run_input(read_id, "r1", "confirm"))
+
+        async def at_rest() -> bool:
+            for thread_id in (followed_id, read_id):
+                described = await thread_handle(client, thread_id).describe()
+                if described.raw_description.HasField("pending_workflow_task"):
+                    return False
+            return True
+
+        # A workflow task pending would hold the reads too, whatever the worker.
+        await eventually(at_rest, what="the threads' workflow tasks done")
+        await worker.kill()
+
+        reads = ReadCount()
+        # A follower whose log has more to read reads at once: its first read with no worker.
+        first = LogPage(owner=OWNER, events=[], more=True, running=False)
+        followed = streaming.follow(counted(client, reads), followed_id, 0, first, 0.05, 0.1)
+        page = asyncio.ensure_future(anext(followed))
+        try:
+            refused = await gateway.http.get(f"/threads/{read_id}", timeout=ARRIVAL_SECONDS + 10)
+            assert refused.status_code == 503, refused.text
+            assert refused.json()["error"]["code"] == "TEMPORAL_UNAVAILABLE"
+            assert refused.headers["Retry-After"]
+
+            async def read_again() -> bool:
+                return reads.reads.queries >= 2 or page.done()
+
+            await eventually(
+                read_again,
+                timeout=READ_TIMEOUT.total_seconds() + ARRIVAL_SECONDS,
+                what="the follower's read to give up",
+            )
+            assert not page.done(), "the follower gave up on the thread"
+
+            stack.start_worker()
+            events = await asyncio.wait_for(page, READ_TIMEOUT.total_seconds() + ARRIVAL_SECONDS)
+        finally:
+            page.cancel()
+            await followed.aclose()
+        assert [(str(item.seq), item.event.type) for item in events] == [
+            (event_id, event["type"]) for event_id, event in run
+        ]
+        assert (await gateway.http.get(f"/threads/{read_id}")).status_code == 200
