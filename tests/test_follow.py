@@ -275,8 +275,8 @@ async def test_reads_no_worker_answers_fail_in_time_and_a_follower_waits_them_ou
     """With its worker gone (killed, or being replaced in a deploy), Temporal holds a read
     of a thread until a worker answers, for up to 30 s. A request's read gives up after
     ``READ_TIMEOUT`` with a 503 to retry; a follower's read gives up too, and its stream
-    reads again until a worker is back. (Two threads: Temporal holds only one read of a
-    thread at a time there, and refuses the others as too many.)"""
+    reads again until a worker is back. (Two threads: while a thread's worker is gone,
+    Temporal holds one read of it at a time and refuses the others as too many.)"""
     async with engine(client.service_client.config.target_host) as stack:
         worker = stack.start_worker()
         gateway = await stack.start_gateway()
@@ -307,6 +307,7 @@ async def test_reads_no_worker_answers_fail_in_time_and_a_follower_waits_them_ou
             assert refused.headers["Retry-After"]
 
             async def read_again() -> bool:
+                # A second read starts only once the first has failed and been waited out.
                 return reads.reads.queries >= 2 or page.done()
 
             await eventually(
@@ -320,7 +321,7 @@ async def test_reads_no_worker_answers_fail_in_time_and_a_follower_waits_them_ou
             events = await asyncio.wait_for(page, READ_TIMEOUT.total_seconds() + ARRIVAL_SECONDS)
         finally:
             page.cancel()
-            await followed.aclose()
+            await asyncio.wait({page})
         assert [(str(item.seq), item.event.type) for item in events] == [
             (event_id, event["type"]) for event_id, event in run
         ]
