@@ -58,7 +58,7 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from gateway.errors import NotAccepted, accepted
+from gateway.errors import UNREACHABLE, NotAccepted, accepted
 from gateway.least_recent import LeastRecent
 from gateway.sent_messages import SentMessages
 from settings import Settings
@@ -88,17 +88,10 @@ log = logging.getLogger(__name__)
 KEEPALIVE_SECONDS = 15.0
 """A stream following a thread sends a keepalive after this long without an event, so
 proxies on the way do not close it as idle."""
-TRANSIENT = frozenset(
-    {
-        RPCStatusCode.UNAVAILABLE,
-        RPCStatusCode.DEADLINE_EXCEEDED,
-        RPCStatusCode.CANCELLED,
-        RPCStatusCode.RESOURCE_EXHAUSTED,
-    }
-)
+TRANSIENT = UNREACHABLE | {RPCStatusCode.RESOURCE_EXHAUSTED}
 """Failures of a read that a stream following a thread waits out: Temporal (or a
-worker) unreachable or overloaded for a while. A read past :data:`READ_TIMEOUT` fails
-``CANCELLED`` (the SDK's "Timeout expired"), not ``DEADLINE_EXCEEDED``."""
+worker) unreachable, as a request's answer would say (a read past :data:`READ_TIMEOUT`
+among them: the SDK fails it ``CANCELLED``), or overloaded for a while."""
 READ_TIMEOUT = timedelta(seconds=10)
 """How long one read of a thread may take before it counts as Temporal unreachable (a
 request's answer is 503 ``TEMPORAL_UNAVAILABLE``; a followed thread's stream waits it
