@@ -196,6 +196,8 @@ class Thread:
         first: float | None = None
         last: float | None = None
         async for page in stream.pages():
+            if not page:
+                continue  # a keepalive
             now = time.perf_counter() - start
             first = now if first is None else first
             for item in page:

@@ -272,7 +272,7 @@ async def _guarded(run_input: RunAgentInput, stream: RunStream) -> AsyncIterator
     started = False
     try:
         async for page in stream.pages():
-            started = True
+            started = started or bool(page)  # an empty page is a keepalive
             yield _streamed(page)
     except Exception as err:
         error: Page = [(None, run_error_from(err))]

@@ -58,7 +58,7 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from gateway.errors import UNREACHABLE, NotAccepted, accepted
+from gateway.errors import RETRY_AFTER_SECONDS, UNREACHABLE, NotAccepted, accepted
 from gateway.least_recent import LeastRecent
 from gateway.sent_messages import SentMessages
 from settings import Settings
@@ -86,18 +86,19 @@ from workflows.thread_ids import workflow_id_for
 log = logging.getLogger(__name__)
 
 KEEPALIVE_SECONDS = 15.0
-"""A stream following a thread sends a keepalive after this long without an event, so
-proxies on the way do not close it as idle."""
+"""A stream sends a keepalive after this long without an event (a model thinking, a tool
+running, a thread waiting, a worker being replaced), so proxies on the way do not close
+it as idle."""
 TRANSIENT = UNREACHABLE | {RPCStatusCode.RESOURCE_EXHAUSTED}
-"""Failures of a read that a stream following a thread waits out: Temporal (or a
-worker) unreachable, as a request's answer would say (a read past :data:`READ_TIMEOUT`
-among them: the SDK fails it ``CANCELLED``), or overloaded for a while."""
+"""Failures of a read that a stream waits out: Temporal (or a worker) unreachable, as a
+request's answer would say (a read past :data:`READ_TIMEOUT` among them: the SDK fails
+it ``CANCELLED``), or overloaded for a while."""
 READ_TIMEOUT = timedelta(seconds=10)
 """How long one read of a thread may take before it counts as Temporal unreachable (a
-request's answer is 503 ``TEMPORAL_UNAVAILABLE``; a followed thread's stream waits it
-out, its keepalives going on meanwhile). With no worker to answer it (one stopped or
-being replaced, say), Temporal would hold a read for 30 s, longer than many clients
-and proxies wait."""
+request's answer is 503 ``TEMPORAL_UNAVAILABLE``; a stream waits it out, its
+keepalives going on meanwhile). With no worker to answer it (one stopped or being
+replaced, say), Temporal would hold a read for 30 s, longer than many clients and
+proxies wait."""
 
 
 WATCHES = 256
@@ -281,7 +282,8 @@ class RunStream(Protocol):
 
     def pages(self) -> AsyncIterator[list[SequencedEvent]]:
         """The run's events in order, ending with its terminal event, in pages: the
-        events that arrived together, which the gateway writes to the client at once.
+        events that arrived together, which the gateway writes to the client at once;
+        an empty page, a keepalive, after ``KEEPALIVE_SECONDS`` without events.
 
         Raises:
             WorkflowUpdateFailedError: The thread rejected the run; its cause carries
@@ -372,23 +374,31 @@ class AcceptedRun:
         """See :meth:`RunStream.pages`.
 
         The first read waits :func:`first_read_seconds`: a run shorter than that
-        arrives whole with the update's result, for no query at all.
+        arrives whole with the update's result, for no query at all. A read that no
+        worker answers in time (its worker killed, or replaced in a deploy) is waited
+        out as a follower's is: the run goes on without it, and its next workflow task
+        comes from the worker that takes the thread over, which is when it is read
+        again.
         """
         result = asyncio.ensure_future(self._update.result())
         after = 0
+        quiet = _Quiet()
+        fallback_seconds: float = self._poll_seconds
         try:
             while True:
-                due = asyncio.ensure_future(self._pace.due(self._poll_seconds))
-                await asyncio.wait({result, due}, return_when=asyncio.FIRST_COMPLETED)
+                due = asyncio.ensure_future(self._pace.due(fallback_seconds))
+                try:
+                    async for keepalive in quiet.until(result, due):
+                        yield keepalive
+                finally:
+                    due.cancel()
                 if result.done() and self._resend is not None and _asks_resend(result):
                     # Rejected before anything was recorded: the same update, whole.
-                    due.cancel()
                     self._handed(await self._resend())
                     self._resend = self._known = None
                     result = asyncio.ensure_future(self._update.result())
                     continue
                 if result.done():
-                    due.cancel()
                     break
                 query = asyncio.ensure_future(
                     self._run.query(
@@ -398,6 +408,7 @@ class AcceptedRun:
                         # replayed whole by a worker to answer: under Worker Versioning,
                         # a history of hundreds of runs. Its reply has every event anyway.
                         reject_condition=QueryRejectCondition.NOT_OPEN,
+                        rpc_timeout=READ_TIMEOUT,
                     )
                 )
                 await asyncio.wait({result, query}, return_when=asyncio.FIRST_COMPLETED)
@@ -405,13 +416,20 @@ class AcceptedRun:
                     # The run ended meanwhile and its reply holds every event.
                     _unread(query)
                     continue
-                if isinstance(query.exception(), WorkflowQueryRejectedError):
+                failure = query.exception()
+                if isinstance(failure, WorkflowQueryRejectedError):
                     await asyncio.wait({result})
+                    continue
+                fallback_seconds = self._poll_seconds
+                if _transient(failure):
+                    self._pace.read(False)
+                    fallback_seconds = RETRY_AFTER_SECONDS
                     continue
                 page = query.result()
                 self._pace.read(bool(page.events))
                 if page.events:
                     after = page.events[-1].seq
+                    quiet.sent()
                     yield self._prefixed(page.events, page.snapshot_prefix)
             rest = [item for item in self._whole(result.result()) if item.seq > after]
             if rest:
@@ -506,21 +524,42 @@ async def attach(
     thread: WorkflowHandle[ThreadWorkflow, None], run: RunRecord, after: int, poll_seconds: float
 ) -> AsyncIterator[list[SequencedEvent]]:
     """The run's events with ``seq > after``, then, while it is in flight, the live rest,
-    in pages as :meth:`RunStream.pages`.
+    in pages as :meth:`RunStream.pages`, keepalives and reads no worker answered as
+    there.
 
     Ends after the run's terminal event; a finished run is read back at once. A run in
     flight is read as :class:`_Pace` has it.
     """
     pace = _Pace(thread, poll_seconds)
+    quiet = _Quiet()
     while True:
-        page = await thread.query(ThreadWorkflow.events, EventsQuery(run_key=run.key, after=after))
-        if page.events:
-            after = page.events[-1].seq
-            yield page.events
-        if page.ended:
-            return
-        pace.read(bool(page.events))
-        await pace.due(poll_seconds)
+        fallback_seconds: float = poll_seconds
+        try:
+            page = await thread.query(
+                ThreadWorkflow.events,
+                EventsQuery(run_key=run.key, after=after),
+                rpc_timeout=READ_TIMEOUT,
+            )
+        except RPCError as err:
+            if not _transient(err):
+                raise
+            pace.read(False)
+            fallback_seconds = RETRY_AFTER_SECONDS
+        else:
+            if page.events:
+                after = page.events[-1].seq
+                quiet.sent()
+                yield page.events
+            if page.ended:
+                return
+            pace.read(bool(page.events))
+        due = asyncio.ensure_future(pace.due(fallback_seconds))
+        try:
+            async for keepalive in quiet.until(due):
+                yield keepalive
+            due.result()
+        finally:
+            due.cancel()
 
 
 async def read_log(thread: WorkflowHandle[ThreadWorkflow, None], after: int) -> LogPage:
@@ -552,25 +591,23 @@ async def follow(
     thread = thread_handle(client, thread_id)
     pace = _Pace(thread, poll_seconds)
     page: LogPage | None = first
-    quiet_since = time.monotonic()
+    quiet = _Quiet()
     while True:
         if page is not None and page.events:
             after = page.events[-1].seq
-            quiet_since = time.monotonic()
+            quiet.sent()
             yield page.events
-        elif time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
-            quiet_since = time.monotonic()
-            yield []
-        if page is None:
-            await asyncio.sleep(idle_seconds)
-        elif not page.more:
-            pace.read(page.running and bool(page.events))
-            due = asyncio.ensure_future(pace.due(poll_seconds if page.running else idle_seconds))
+        if page is None or not page.more:
+            if page is None:
+                due = asyncio.ensure_future(asyncio.sleep(idle_seconds))
+            else:
+                pace.read(page.running and bool(page.events))
+                due = asyncio.ensure_future(
+                    pace.due(poll_seconds if page.running else idle_seconds)
+                )
             try:
-                # Keepalives go out while the pace waits, without a read.
-                while not (await asyncio.wait({due}, timeout=_keepalive_in(quiet_since)))[0]:
-                    quiet_since = time.monotonic()
-                    yield []
+                async for keepalive in quiet.until(due):
+                    yield keepalive
                 due.result()
             finally:
                 due.cancel()
@@ -587,7 +624,7 @@ async def follow(
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 return
-            if err.status not in TRANSIENT:
+            if not _transient(err):
                 # A failure a reconnect sorts out better.
                 log.warning("stopped following %s: %s", thread.id, err.status.name)
                 return
@@ -626,10 +663,33 @@ async def _read_open_log(
         handle = client.get_workflow_handle(thread.id)
 
 
-def _keepalive_in(quiet_since: float) -> float:
-    """Seconds until a stream quiet since ``quiet_since`` (``time.monotonic()``) sends
-    a keepalive."""
-    return max(KEEPALIVE_SECONDS - (time.monotonic() - quiet_since), 0.0)
+def _transient(failure: BaseException | None) -> bool:
+    """Whether ``failure`` of a read is one a stream waits out (:data:`TRANSIENT`)."""
+    return isinstance(failure, RPCError) and failure.status in TRANSIENT
+
+
+class _Quiet:
+    """How long a stream has sent nothing, and the keepalives that makes it owe."""
+
+    def __init__(self) -> None:
+        self._since = time.monotonic()
+
+    def sent(self) -> None:
+        """Note that the stream just sent events."""
+        self._since = time.monotonic()
+
+    async def until(self, *waits: asyncio.Future[Any]) -> AsyncIterator[list[SequencedEvent]]:
+        """An empty page (a keepalive) each ``KEEPALIVE_SECONDS`` the stream stays
+        quiet, until one of ``waits`` is done; the waits go on meanwhile."""
+        while True:
+            left = KEEPALIVE_SECONDS - (time.monotonic() - self._since)
+            done, _ = await asyncio.wait(
+                waits, timeout=max(left, 0.0), return_when=asyncio.FIRST_COMPLETED
+            )
+            if done:
+                return
+            self._since = time.monotonic()
+            yield []
 
 
 async def _last_events(

@@ -8,6 +8,9 @@
   endpoint that holds the request pins the worker mid-way through the cleanup sub-agent
   when a test kills it.
 - ``treasurer`` (``tests/treasurer.py``), whose sub-agent run waits on its own question.
+- ``chat``, a chat-completions model at ``AGUI_OPENAI_BASE_URL`` whose call a killed
+  worker leaves behind only briefly: it times out after :data:`CHAT_TIMEOUT`, and is
+  then retried by the next worker.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import dataclasses
 import os
 from datetime import timedelta
 
+from activities.openai_chat import OpenAIModel
 from activities.webhooks import post_json
 from tests.treasurer import TREASURER
 from worker import serve
@@ -45,7 +49,15 @@ def _ops() -> AgentDefinition:
     return dataclasses.replace(ops.OPS, turn=dataclasses.replace(graph, nodes=nodes))
 
 
-AGENTS = (*(_ops() if agent is ops.OPS else agent for agent in EXAMPLES), TREASURER)
+CHAT_TIMEOUT = timedelta(seconds=4)
+
+CHAT = AgentDefinition(
+    name="chat",
+    description="A chat-completions model, answering in one streamed reply.",
+    model=OpenAIModel(name="chat", timeout=CHAT_TIMEOUT),
+)
+
+AGENTS = (*(_ops() if agent is ops.OPS else agent for agent in EXAMPLES), TREASURER, CHAT)
 
 if __name__ == "__main__":
     serve(AGENTS)
