@@ -62,6 +62,13 @@ class ChatModel(Protocol):
     def timeout(self) -> timedelta: ...
 
     @property
+    def heartbeat(self) -> timedelta | None:
+        """The activity's heartbeat timeout (``activities.heartbeats``): a call whose
+        worker died is retried after it, not after the whole ``timeout``; ``None``,
+        none."""
+        ...
+
+    @property
     def retry(self) -> RetryPolicy: ...
 
 
@@ -80,6 +87,8 @@ class ScriptedModel:
     timeout: timedelta = timedelta(seconds=30)
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(maximum_attempts=5))
     activity: Callable[[ChatRequest], Awaitable[ChatReply]] = field(init=False, repr=False)
+    heartbeat: None = field(default=None, init=False)
+    """None: a script answers at once."""
 
     def __post_init__(self) -> None:
         script = self.script

@@ -21,6 +21,7 @@ from temporalio import activity
 from temporalio.common import RetryPolicy
 
 from activities.chat import ChatReply, ChatRequest, DeltaSender, ProposedCall
+from activities.heartbeats import heartbeating
 from settings import process_settings
 
 _CLIENTS: weakref.WeakKeyDictionary[
@@ -55,6 +56,9 @@ class OpenAIModel:
         base_url: The server; ``AGUI_OPENAI_BASE_URL`` by default (then OpenAI's).
         api_key: ``AGUI_OPENAI_API_KEY`` by default (then ``OPENAI_API_KEY``).
         system: A system prompt put before the conversation.
+        timeout: How long one call may take, its reply streamed whole.
+        heartbeat: How soon a call whose worker died is retried: the worker heartbeats
+            while the model thinks and writes (``activities.heartbeats``).
     """
 
     name: str = "openai"
@@ -63,12 +67,13 @@ class OpenAIModel:
     api_key: str | None = None
     system: str | None = None
     timeout: timedelta = timedelta(minutes=2)
+    heartbeat: timedelta | None = timedelta(seconds=10)
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(maximum_attempts=3))
     activity: Callable[[ChatRequest], Awaitable[ChatReply]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         async def complete(request: ChatRequest) -> ChatReply:
-            return await self._complete(request)
+            return await heartbeating(self._complete(request))
 
         object.__setattr__(self, "activity", activity.defn(name=f"model:{self.name}")(complete))
 

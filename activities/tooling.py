@@ -11,14 +11,13 @@ to run it on any arguments but those the permit binds (``PERMIT_MISMATCH``).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
 from ag_ui.core import Tool as ToolSpec
 from pydantic import BaseModel, ValidationError, create_model
@@ -26,6 +25,7 @@ from temporalio import activity
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeats import heartbeating
 from workflows.approvers import arguments_digest
 from workflows.errors import ErrorCode
 from workflows.models import Model, Permit
@@ -253,7 +253,7 @@ def tool(
                 )
             )
             try:
-                result = await _heartbeating(function(**dict(parsed)))
+                result = await heartbeating(function(**dict(parsed)))
             except ToolInterrupt as asked:
                 return ToolOutcome(interrupt=asked.question, respond=asked.respond)
             finally:
@@ -277,29 +277,3 @@ def tool(
         )
 
     return make(function) if function is not None else make
-
-
-_T = TypeVar("_T")
-
-
-async def _heartbeating(work: Awaitable[_T]) -> _T:
-    """Await ``work``, heartbeating meanwhile if the activity has a heartbeat timeout.
-
-    The heartbeats say only that this worker is alive, which is what the timeout is for:
-    Temporal notices a worker killed mid-call by their absence (the SDK sends them at
-    most every 80% of the timeout, however often they are recorded here).
-    """
-    timeout = activity.info().heartbeat_timeout if activity.in_activity() else None
-    if not timeout:
-        return await work
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(timeout.total_seconds() / 4)
-
-    beating = asyncio.create_task(beat())
-    try:
-        return await work
-    finally:
-        beating.cancel()

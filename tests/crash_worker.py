@@ -8,9 +8,8 @@
   endpoint that holds the request pins the worker mid-way through the cleanup sub-agent
   when a test kills it.
 - ``treasurer`` (``tests/treasurer.py``), whose sub-agent run waits on its own question.
-- ``chat``, a chat-completions model at ``AGUI_OPENAI_BASE_URL`` whose call a killed
-  worker leaves behind only briefly: it times out after :data:`CHAT_TIMEOUT`, and is
-  then retried by the next worker.
+- ``chat``, a chat-completions model at ``AGUI_OPENAI_BASE_URL``, as ``OpenAIModel``
+  has it by default.
 """
 
 from __future__ import annotations
@@ -49,12 +48,10 @@ def _ops() -> AgentDefinition:
     return dataclasses.replace(ops.OPS, turn=dataclasses.replace(graph, nodes=nodes))
 
 
-CHAT_TIMEOUT = timedelta(seconds=4)
-
 CHAT = AgentDefinition(
     name="chat",
     description="A chat-completions model, answering in one streamed reply.",
-    model=OpenAIModel(name="chat", timeout=CHAT_TIMEOUT),
+    model=OpenAIModel(name="chat"),
 )
 
 AGENTS = (*(_ops() if agent is ops.OPS else agent for agent in EXAMPLES), TREASURER, CHAT)

@@ -20,7 +20,7 @@ from gateway import streaming
 from gateway.streaming import READ_TIMEOUT
 from settings import Settings
 from tests.chat_server import ChatServer, Reply
-from tests.crash_worker import AGENTS, CHAT_TIMEOUT
+from tests.crash_worker import AGENTS, CHAT
 from tests.helpers import (
     TEST_SECRET,
     assert_valid_stream,
@@ -123,7 +123,9 @@ async def test_a_runs_stream_waits_out_its_worker_killed_mid_reply(client: Clien
     """The worker is killed while the model's reply streams, so the stream's next read
     finds no worker; it fails after ``READ_TIMEOUT`` (Temporal alone would hold it 30 s
     and then fail the run's stream). The stream reads again once a new worker has taken
-    the thread over and retried the model, and ends with the run's ``RUN_FINISHED``."""
+    the thread over and retried the model call, as soon as its heartbeats stopped for
+    the model's ``heartbeat`` (not its two-minute timeout), and ends with the run's
+    ``RUN_FINISHED``."""
     failed = FailedQueries()
     with ChatServer().serving() as server:
         server.script(
@@ -164,7 +166,8 @@ async def test_a_runs_stream_waits_out_its_worker_killed_mid_reply(client: Clien
                         what="the stream's read with no worker to fail",
                     )
                     stack.start_worker(command)
-                    wait = READ_TIMEOUT.total_seconds() + CHAT_TIMEOUT.total_seconds()
+                    assert CHAT.model is not None and CHAT.model.heartbeat is not None
+                    wait = READ_TIMEOUT.total_seconds() + CHAT.model.heartbeat.total_seconds()
                     streamed += await asyncio.wait_for(_rest(messages), wait + ARRIVAL_SECONDS)
                 assert streamed == await thread_log(http, thread_id)
 

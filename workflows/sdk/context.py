@@ -234,6 +234,7 @@ class AgentContext:
                     ),
                     activity_id=activity_id,
                     start_to_close_timeout=model.timeout,
+                    heartbeat_timeout=model.heartbeat,
                     retry_policy=model.retry,
                     summary="model",
                 )
