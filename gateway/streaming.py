@@ -420,11 +420,11 @@ class AcceptedRun:
                 if isinstance(failure, WorkflowQueryRejectedError):
                     await asyncio.wait({result})
                     continue
-                fallback_seconds = self._poll_seconds
                 if _transient(failure):
                     self._pace.read(False)
                     fallback_seconds = RETRY_AFTER_SECONDS
                     continue
+                fallback_seconds = self._poll_seconds
                 page = query.result()
                 self._pace.read(bool(page.events))
                 if page.events:
