@@ -23,6 +23,7 @@ from tests.chat_server import ChatServer, Reply
 from tests.crash_worker import AGENTS, CHAT
 from tests.helpers import (
     TEST_SECRET,
+    SseEvent,
     assert_valid_stream,
     eventually,
     gateway_client,
@@ -89,7 +90,7 @@ async def test_a_quiet_runs_stream_and_its_reconnect_send_keepalives(
     assert_valid_stream(events, thread_id)
 
 
-async def _parsed(lines: list[str]) -> list[tuple[str | None, dict[str, Any]]]:
+async def _parsed(lines: list[str]) -> list[SseEvent]:
     """The SSE messages of ``lines``, as :func:`sse_messages` reads them off a response."""
     body = "".join(f"{line}\n" for line in lines).encode()
     response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
@@ -119,13 +120,14 @@ class _Failing(OutboundInterceptor):
             raise
 
 
-async def test_a_runs_stream_waits_out_its_worker_killed_mid_reply(client: Client) -> None:
-    """The worker is killed while the model's reply streams, so the stream's next read
-    finds no worker; it fails after ``READ_TIMEOUT`` (Temporal alone would hold it 30 s
-    and then fail the run's stream). The stream reads again once a new worker has taken
-    the thread over and retried the model call, as soon as its heartbeats stopped for
-    the model's ``heartbeat`` (not its two-minute timeout), and ends with the run's
-    ``RUN_FINISHED``."""
+async def test_a_runs_streams_wait_out_its_worker_killed_mid_reply(client: Client) -> None:
+    """The worker is killed while the model's reply streams, so the next read of the
+    run's stream, and of a reconnected client's, finds no worker; each fails after
+    ``READ_TIMEOUT`` (Temporal alone would hold it 30 s and then fail the stream), or at
+    once as one read too many of a thread whose worker is gone. The streams read again
+    once a new worker has taken the thread over and retried the model call, as soon as
+    its heartbeats stopped for the model's ``heartbeat`` (not its two-minute timeout),
+    and end with the run's ``RUN_FINISHED``."""
     failed = FailedQueries()
     with ChatServer().serving() as server:
         server.script(
@@ -150,28 +152,31 @@ async def test_a_runs_stream_waits_out_its_worker_killed_mid_reply(client: Clien
             ):
                 thread_id = new_thread()
                 body = run_input(thread_id, "r1", "hi")
-                async with http.stream("POST", "/agents/chat", json=body) as response:
-                    messages = sse_messages(response)
-                    streamed = [await asyncio.wait_for(anext(messages), ARRIVAL_SECONDS)]
-                    while streamed[-1][1]["type"] != "TEXT_MESSAGE_CONTENT":
-                        streamed.append(await asyncio.wait_for(anext(messages), ARRIVAL_SECONDS))
+                async with (
+                    http.stream("POST", "/agents/chat", json=body) as response,
+                    http.stream("GET", f"/threads/{thread_id}/runs/r1/events") as reconnected,
+                ):
+                    streams = [sse_messages(response), sse_messages(reconnected)]
+                    streamed = [await _until_text(messages) for messages in streams]
                     await worker.kill()
 
-                    async def read_failed() -> bool:
-                        return failed.count > 0
+                    async def reads_failed() -> bool:
+                        return failed.count >= len(streams)
 
                     await eventually(
-                        read_failed,
+                        reads_failed,
                         timeout=READ_TIMEOUT.total_seconds() + ARRIVAL_SECONDS,
-                        what="the stream's read with no worker to fail",
+                        what="the streams' reads with no worker to fail",
                     )
                     stack.start_worker(command)
                     assert CHAT.model is not None and CHAT.model.heartbeat is not None
                     wait = READ_TIMEOUT.total_seconds() + CHAT.model.heartbeat.total_seconds()
-                    streamed += await asyncio.wait_for(_rest(messages), wait + ARRIVAL_SECONDS)
-                assert streamed == await thread_log(http, thread_id)
+                    for messages, sofar in zip(streams, streamed, strict=True):
+                        sofar += await asyncio.wait_for(_rest(messages), wait + ARRIVAL_SECONDS)
+                log = await thread_log(http, thread_id)
+                assert streamed == [log, log]
 
-    events = [event for _, event in streamed]
+    events = [event for _, event in log]
     assert events[-1]["type"] == "RUN_FINISHED", events[-1]
     assert events[-1]["outcome"] == {"type": "success"}
     assert_valid_stream(events, thread_id)
@@ -179,5 +184,13 @@ async def test_a_runs_stream_waits_out_its_worker_killed_mid_reply(client: Clien
     assert len(server.requests) == 2
 
 
-async def _rest(messages: AsyncIterator[tuple[str | None, dict[str, Any]]]) -> list[Any]:
+async def _until_text(messages: AsyncIterator[SseEvent]) -> list[SseEvent]:
+    """A stream's messages up to its first ``TEXT_MESSAGE_CONTENT``."""
+    read = [await asyncio.wait_for(anext(messages), ARRIVAL_SECONDS)]
+    while read[-1][1]["type"] != "TEXT_MESSAGE_CONTENT":
+        read.append(await asyncio.wait_for(anext(messages), ARRIVAL_SECONDS))
+    return read
+
+
+async def _rest(messages: AsyncIterator[SseEvent]) -> list[SseEvent]:
     return [message async for message in messages]
