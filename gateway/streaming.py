@@ -32,7 +32,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -553,13 +553,9 @@ async def attach(
             if page.ended:
                 return
             pace.read(bool(page.events))
-        due = asyncio.ensure_future(pace.due(fallback_seconds))
-        try:
-            async for keepalive in quiet.until(due):
+        async with contextlib.aclosing(quiet.over(pace.due(fallback_seconds))) as keepalives:
+            async for keepalive in keepalives:
                 yield keepalive
-            due.result()
-        finally:
-            due.cancel()
 
 
 async def read_log(thread: WorkflowHandle[ThreadWorkflow, None], after: int) -> LogPage:
@@ -599,18 +595,13 @@ async def follow(
             yield page.events
         if page is None or not page.more:
             if page is None:
-                due = asyncio.ensure_future(asyncio.sleep(idle_seconds))
+                wait = asyncio.sleep(idle_seconds)
             else:
                 pace.read(page.running and bool(page.events))
-                due = asyncio.ensure_future(
-                    pace.due(poll_seconds if page.running else idle_seconds)
-                )
-            try:
-                async for keepalive in quiet.until(due):
+                wait = pace.due(poll_seconds if page.running else idle_seconds)
+            async with contextlib.aclosing(quiet.over(wait)) as keepalives:
+                async for keepalive in keepalives:
                     yield keepalive
-                due.result()
-            finally:
-                due.cancel()
         try:
             page = await _read_open_log(client, thread, after)
         except WorkflowQueryRejectedError:
@@ -690,6 +681,17 @@ class _Quiet:
                 return
             self._since = time.monotonic()
             yield []
+
+    async def over(self, wait: Awaitable[Any]) -> AsyncGenerator[list[SequencedEvent], None]:
+        """Await ``wait``, with the keepalives of :meth:`until` meanwhile; closed early,
+        ``wait`` is cancelled."""
+        due = asyncio.ensure_future(wait)
+        try:
+            async for keepalive in self.until(due):
+                yield keepalive
+            due.result()
+        finally:
+            due.cancel()
 
 
 async def _last_events(
