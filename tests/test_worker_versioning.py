@@ -27,6 +27,7 @@ import pytest
 from temporalio.api.enums.v1 import RoutingConfigUpdateState, VersioningBehavior
 from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
 from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
 
 from gateway.streaming import thread_handle
 from settings import Settings
@@ -82,9 +83,18 @@ async def make_current(client: Client, deployment: str, build_id: str | None) ->
     await eventually(made_current, timeout=30, what=f"{target} to become current")
 
     async def propagated() -> bool:
-        described = await client.workflow_service.describe_worker_deployment(
-            DescribeWorkerDeploymentRequest(namespace=client.namespace, deployment_name=deployment)
-        )
+        try:
+            described = await client.workflow_service.describe_worker_deployment(
+                DescribeWorkerDeploymentRequest(
+                    namespace=client.namespace, deployment_name=deployment
+                )
+            )
+        except RPCError as err:
+            # On a loaded machine the server drops the call now and then ("operation was
+            # canceled"), as worker.promote_build knows: look again.
+            if err.status in (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED):
+                return False
+            raise
         state = described.worker_deployment_info.routing_config_update_state
         return state == RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
 
