@@ -66,7 +66,6 @@ from workflows import known_messages, known_state, search_attributes, visibility
 from workflows.admission import check_run
 from workflows.budgets import KIB
 from workflows.models import (
-    EventPage,
     EventsQuery,
     KnownMessages,
     LogPage,
@@ -411,10 +410,11 @@ class AcceptedRun:
                         rpc_timeout=READ_TIMEOUT,
                     )
                 )
-                await asyncio.wait({result, query}, return_when=asyncio.FIRST_COMPLETED)
+                async with contextlib.aclosing(quiet.reading(query, result)) as keepalives:
+                    async for keepalive in keepalives:
+                        yield keepalive
                 if not query.done():
                     # The run ended meanwhile and its reply holds every event.
-                    _unread(query)
                     continue
                 failure = query.exception()
                 if isinstance(failure, WorkflowQueryRejectedError):
@@ -455,18 +455,18 @@ class AcceptedRun:
         return [_with_prefix(item, messages) for item in events]
 
 
-_UNREAD: set[asyncio.Future[EventPage]] = set()
+_UNREAD: set[asyncio.Future[Any]] = set()
 """Queries whose answers no stream reads any more, held until they are answered."""
 
 
-def _unread(query: asyncio.Future[EventPage]) -> None:
+def _unread(query: asyncio.Future[Any]) -> None:
     """Let ``query`` be answered, unread. Cancelled instead, its worker would answer a
     query the server has dropped and log a warning for each."""
     _UNREAD.add(query)
     query.add_done_callback(_forget)
 
 
-def _forget(query: asyncio.Future[EventPage]) -> None:
+def _forget(query: asyncio.Future[Any]) -> None:
     _UNREAD.discard(query)
     if not query.cancelled():
         query.exception()  # Retrieved: nobody awaits it, and it may have failed.
@@ -533,19 +533,22 @@ async def attach(
     pace = _Pace(thread, poll_seconds)
     quiet = _Quiet()
     while True:
-        fallback_seconds: float = poll_seconds
-        try:
-            page = await thread.query(
+        query = asyncio.ensure_future(
+            thread.query(
                 ThreadWorkflow.events,
                 EventsQuery(run_key=run.key, after=after),
                 rpc_timeout=READ_TIMEOUT,
             )
-        except RPCError as err:
-            if not _transient(err):
-                raise
+        )
+        async with contextlib.aclosing(quiet.reading(query)) as keepalives:
+            async for keepalive in keepalives:
+                yield keepalive
+        fallback_seconds: float = poll_seconds
+        if _transient(query.exception()):
             pace.read(False)
             fallback_seconds = RETRY_AFTER_SECONDS
         else:
+            page = query.result()
             if page.events:
                 after = page.events[-1].seq
                 quiet.sent()
@@ -602,8 +605,12 @@ async def follow(
             async with contextlib.aclosing(quiet.over(wait)) as keepalives:
                 async for keepalive in keepalives:
                     yield keepalive
+        read = asyncio.ensure_future(_read_open_log(client, thread, after))
+        async with contextlib.aclosing(quiet.reading(read)) as keepalives:
+            async for keepalive in keepalives:
+                yield keepalive
         try:
-            page = await _read_open_log(client, thread, after)
+            page = read.result()
         except WorkflowQueryRejectedError:
             async for events in _last_events(thread, after):
                 yield events
@@ -681,6 +688,19 @@ class _Quiet:
                 return
             self._since = time.monotonic()
             yield []
+
+    async def reading(
+        self, read: asyncio.Future[Any], *also: asyncio.Future[Any]
+    ) -> AsyncGenerator[list[SequencedEvent], None]:
+        """The keepalives of :meth:`until` while ``read``, a query, waits (for a worker,
+        up to ``READ_TIMEOUT``), until it or one of ``also`` is done. A read left
+        unanswered (``also`` done first, or the stream closed) is answered unread."""
+        try:
+            async for keepalive in self.until(read, *also):
+                yield keepalive
+        finally:
+            if not read.done():
+                _unread(read)
 
     async def over(self, wait: Awaitable[Any]) -> AsyncGenerator[list[SequencedEvent], None]:
         """Await ``wait``, with the keepalives of :meth:`until` meanwhile; closed early,

@@ -306,8 +306,11 @@ SseEvent = tuple[str | None, dict[str, Any]]
 """An SSE message as read: its ``id`` (``None`` without one) and its JSON data."""
 
 
-async def sse_messages(response: httpx.Response) -> AsyncIterator[SseEvent]:
-    """The messages of a ``text/event-stream`` response as they arrive, with their ids."""
+async def sse_messages(
+    response: httpx.Response, on_comment: Callable[[str], None] | None = None
+) -> AsyncIterator[SseEvent]:
+    """The messages of a ``text/event-stream`` response as they arrive, with their ids;
+    ``on_comment`` is called with each comment line (a keepalive, say) as it arrives."""
     assert response.status_code == 200, await response.aread()
     assert response.headers["content-type"].startswith("text/event-stream")
     event_id: str | None = None
@@ -316,6 +319,8 @@ async def sse_messages(response: httpx.Response) -> AsyncIterator[SseEvent]:
             event_id = line.removeprefix("id: ")
         elif line.startswith("data: "):
             yield event_id, json.loads(line.removeprefix("data: "))
+        elif line.startswith(":") and on_comment is not None:
+            on_comment(line)
         elif not line:
             event_id = None
 

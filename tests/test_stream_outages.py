@@ -6,7 +6,8 @@ a follower's is, until the worker that takes the thread over has the run go on).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import httpx
@@ -38,19 +39,61 @@ from tests.processes import engine
 from workflows.sdk import AgentDefinition
 
 ARRIVAL_SECONDS = 15.0
-"""How long an awaited line of a stream may take before the test fails."""
+"""How long an awaited message of a stream may take before the test fails."""
 KEEPALIVE = ": keepalive"
 
 
-async def _lines_until(lines: AsyncIterator[str], *lasts: str) -> list[str]:
-    """The stream's lines up to and including the first that holds ``lasts[0]``, then
-    on to the first after it that holds ``lasts[1]``, and so on."""
-    read: list[str] = []
-    for last in lasts:
-        read.append(await asyncio.wait_for(anext(lines), ARRIVAL_SECONDS))
-        while last not in read[-1]:
-            read.append(await asyncio.wait_for(anext(lines), ARRIVAL_SECONDS))
-    return read
+class Stream:
+    """An open SSE response, read as it arrives by a task of its own: its messages, and
+    for each keepalive what ``note()`` said when it came."""
+
+    def __init__(self, response: httpx.Response, note: Callable[[], Any] = lambda: None) -> None:
+        self.messages: list[SseEvent] = []
+        self.keepalives: list[Any] = []
+        self._note = note
+        self._reading = asyncio.create_task(self._read(response))
+
+    async def _read(self, response: httpx.Response) -> None:
+        async for message in sse_messages(response, self._comment):
+            self.messages.append(message)
+
+    def _comment(self, line: str) -> None:
+        if line == KEEPALIVE:
+            self.keepalives.append(self._note())
+
+    def saw(self, what: Callable[[dict[str, Any]], bool]) -> int | None:
+        """How many messages had come once the first ``what`` came; ``None``: none yet."""
+        for count, (_, event) in enumerate(self.messages, 1):
+            if what(event):
+                return count
+        return None
+
+    async def until(self, check: Callable[[], bool], what: str) -> None:
+        """Wait until ``check()``, failing if the stream ends first."""
+
+        async def checked() -> bool:
+            if self._reading.done():
+                self._reading.result()
+                assert check(), f"the stream ended before {what}"
+            return check()
+
+        await eventually(checked, timeout=ARRIVAL_SECONDS, what=what)
+
+    async def end(self, timeout: float) -> list[SseEvent]:
+        """Every message, once the stream has ended."""
+        await asyncio.wait_for(asyncio.shield(self._reading), timeout)
+        return self.messages
+
+    def close(self) -> None:
+        self._reading.cancel()
+
+
+def _text(piece: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda event: event["type"] == "TEXT_MESSAGE_CONTENT" and event["delta"] == piece
+
+
+def _any_text(event: dict[str, Any]) -> bool:
+    return event["type"] == "TEXT_MESSAGE_CONTENT"
 
 
 async def test_a_quiet_runs_stream_and_its_reconnect_send_keepalives(
@@ -68,67 +111,98 @@ async def test_a_quiet_runs_stream_and_its_reconnect_send_keepalives(
             server.script(Reply(text=["Hel", "lo."], hold_after=1))
             thread_id = new_thread()
             body = run_input(thread_id, "r1", "hi")
+            url = f"/threads/{thread_id}/runs/r1/events"
             async with stack.http.stream("POST", "/agents/llm", json=body) as response:
-                assert response.status_code == 200
-                lines = response.aiter_lines()
-                # Keepalives may come before the first read, and do come while held.
-                before = await _lines_until(lines, '"delta":"Hel"', KEEPALIVE)
-                assert server.holding
+                # Each keepalive notes how many messages had come before it.
+                run = Stream(response, lambda: len(run.messages))
+                try:
+                    await run.until(lambda: run.saw(_text("Hel")) is not None, "the first text")
+                    held = run.saw(_text("Hel"))
+                    await run.until(
+                        lambda: any(count >= held for count in run.keepalives),
+                        "a keepalive while the model is held",
+                    )
+                    assert server.holding
 
-                # A client reconnecting meanwhile gets the run so far, then keepalives too.
-                url = f"/threads/{thread_id}/runs/r1/events"
-                async with stack.http.stream("GET", url) as reconnected:
-                    assert reconnected.status_code == 200
-                    await _lines_until(reconnected.aiter_lines(), '"delta":"Hel"', KEEPALIVE)
+                    # A client reconnecting meanwhile gets the run so far, then keepalives.
+                    async with stack.http.stream("GET", url) as reconnected_response:
+                        reconnected = Stream(
+                            reconnected_response, lambda: len(reconnected.messages)
+                        )
+                        try:
+                            await reconnected.until(
+                                lambda: any(count >= held for count in reconnected.keepalives),
+                                "a reconnected client's keepalive while the model is held",
+                            )
+                        finally:
+                            reconnected.close()
+                    assert reconnected.messages == run.messages[:held]
 
-                server.release()
-                rest = [line async for line in lines]
+                    server.release()
+                    messages = await run.end(ARRIVAL_SECONDS)
+                finally:
+                    run.close()
 
-    events = [e for _, e in await _parsed([*before, *rest])]
+    events = [event for _, event in messages]
     assert events[-1]["type"] == "RUN_FINISHED"
-    assert "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT") == "Hello."
+    assert "".join(e["delta"] for e in events if _any_text(e)) == "Hello."
     assert_valid_stream(events, thread_id)
 
 
-async def _parsed(lines: list[str]) -> list[SseEvent]:
-    """The SSE messages of ``lines``, as :func:`sse_messages` reads them off a response."""
-    body = "".join(f"{line}\n" for line in lines).encode()
-    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
-    return [message async for message in sse_messages(response)]
-
-
-class FailedQueries(Interceptor):
-    """Counts the queries made through a client that failed with an ``RPCError``."""
+class Queries(Interceptor):
+    """The queries made through a client: how many are waiting for their answer, and
+    how many failed with an ``RPCError``."""
 
     def __init__(self) -> None:
-        self.count = 0
+        self.waiting = 0
+        self.failed = 0
 
     def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
-        return _Failing(next, self)
+        return _Counting(next, self)
 
 
-class _Failing(OutboundInterceptor):
-    def __init__(self, next: OutboundInterceptor, failed: FailedQueries) -> None:
+class _Counting(OutboundInterceptor):
+    def __init__(self, next: OutboundInterceptor, queries: Queries) -> None:
         super().__init__(next)
-        self._failed = failed
+        self._queries = queries
 
     async def query_workflow(self, input: QueryWorkflowInput) -> Any:
+        self._queries.waiting += 1
         try:
             return await self.next.query_workflow(input)
         except RPCError:
-            self._failed.count += 1
+            self._queries.failed += 1
             raise
+        finally:
+            self._queries.waiting -= 1
 
 
-async def test_a_runs_streams_wait_out_its_worker_killed_mid_reply(client: Client) -> None:
+KILLED_KEEPALIVE_SECONDS = 2.0
+"""The keepalive interval of the test below: longer than a read interval (so that the
+streams' reads just after the kill go out before any keepalive), far shorter than
+``READ_TIMEOUT`` (so that keepalives come while those reads wait for a worker)."""
+
+
+async def test_a_runs_streams_wait_out_its_worker_killed_mid_reply(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The worker is killed while the model's reply streams, so the next read of the
-    run's stream, and of a reconnected client's, finds no worker; each fails after
-    ``READ_TIMEOUT`` (Temporal alone would hold it 30 s and then fail the stream), or at
-    once as one read too many of a thread whose worker is gone. The streams read again
-    once a new worker has taken the thread over and retried the model call, as soon as
-    its heartbeats stopped for the model's ``heartbeat`` (not its two-minute timeout),
-    and end with the run's ``RUN_FINISHED``."""
-    failed = FailedQueries()
+    run's stream, and of a reconnected client's (each through a gateway of its own),
+    finds no worker; each fails after ``READ_TIMEOUT`` (Temporal alone would hold it
+    30 s and then fail the stream), or at once as one read too many of a thread whose
+    worker is gone. Keepalives go out while a read waits. The streams read again once a
+    new worker has taken the thread over and retried the model call, as soon as its
+    heartbeats stopped for the model's ``heartbeat`` (not its two-minute timeout), and
+    end with the run's ``RUN_FINISHED``."""
+    monkeypatch.setattr(streaming, "KEEPALIVE_SECONDS", KILLED_KEEPALIVE_SECONDS)
+    queries = [Queries(), Queries()]
+    killed = False
+
+    def noting(mine: Queries) -> Callable[[], bool]:
+        """A keepalive's note: whether it came after the kill, while its stream's read
+        waited."""
+        return lambda: killed and mine.waiting > 0
+
     with ChatServer().serving() as server:
         server.script(
             Reply(text=[f"t{i} " for i in range(100)], interval_seconds=0.02),
@@ -147,35 +221,48 @@ async def test_a_runs_streams_wait_out_its_worker_killed_mid_reply(client: Clien
                 stream_poll_seconds=0.5,
             )
             async with (
-                serve_gateway(settings, counted(client, failed), AGENTS) as url,
+                serve_gateway(settings, counted(client, queries[0]), AGENTS) as url,
+                serve_gateway(settings, counted(client, queries[1]), AGENTS) as other_url,
                 gateway_client(url) as http,
+                gateway_client(other_url) as other_http,
             ):
                 thread_id = new_thread()
                 body = run_input(thread_id, "r1", "hi")
                 async with (
                     http.stream("POST", "/agents/chat", json=body) as response,
-                    http.stream("GET", f"/threads/{thread_id}/runs/r1/events") as reconnected,
+                    other_http.stream("GET", f"/threads/{thread_id}/runs/r1/events") as again,
                 ):
-                    streams = [sse_messages(response), sse_messages(reconnected)]
-                    streamed = [await _until_text(messages) for messages in streams]
-                    await worker.kill()
+                    streams = [
+                        Stream(response, noting(queries[0])),
+                        Stream(again, noting(queries[1])),
+                    ]
+                    try:
+                        for stream in streams:
+                            await stream.until(partial(_saw_text, stream), "the first text")
+                        await worker.kill()
+                        killed = True
 
-                    async def reads_failed() -> bool:
-                        return failed.count >= len(streams)
+                        async def reads_failed() -> bool:
+                            return all(mine.failed > 0 for mine in queries)
 
-                    await eventually(
-                        reads_failed,
-                        timeout=READ_TIMEOUT.total_seconds() + ARRIVAL_SECONDS,
-                        what="the streams' reads with no worker to fail",
-                    )
-                    stack.start_worker(command)
-                    assert CHAT.model is not None and CHAT.model.heartbeat is not None
-                    wait = READ_TIMEOUT.total_seconds() + CHAT.model.heartbeat.total_seconds()
-                    for messages, sofar in zip(streams, streamed, strict=True):
-                        sofar += await asyncio.wait_for(_rest(messages), wait + ARRIVAL_SECONDS)
+                        await eventually(
+                            reads_failed,
+                            timeout=READ_TIMEOUT.total_seconds() + ARRIVAL_SECONDS,
+                            what="the streams' reads with no worker to fail",
+                        )
+                        stack.start_worker(command)
+                        assert CHAT.model is not None and CHAT.model.heartbeat is not None
+                        wait = READ_TIMEOUT.total_seconds() + CHAT.model.heartbeat.total_seconds()
+                        streamed = [await stream.end(wait + ARRIVAL_SECONDS) for stream in streams]
+                    finally:
+                        for stream in streams:
+                            stream.close()
                 log = await thread_log(http, thread_id)
                 assert streamed == [log, log]
 
+    # The stream whose read Temporal held (not the one it refused at once as one too
+    # many) kept its keepalives going while the read waited for a worker.
+    assert any(True in stream.keepalives for stream in streams), streams[0].keepalives
     events = [event for _, event in log]
     assert events[-1]["type"] == "RUN_FINISHED", events[-1]
     assert events[-1]["outcome"] == {"type": "success"}
@@ -184,13 +271,5 @@ async def test_a_runs_streams_wait_out_its_worker_killed_mid_reply(client: Clien
     assert len(server.requests) == 2
 
 
-async def _until_text(messages: AsyncIterator[SseEvent]) -> list[SseEvent]:
-    """A stream's messages up to its first ``TEXT_MESSAGE_CONTENT``."""
-    read = [await asyncio.wait_for(anext(messages), ARRIVAL_SECONDS)]
-    while read[-1][1]["type"] != "TEXT_MESSAGE_CONTENT":
-        read.append(await asyncio.wait_for(anext(messages), ARRIVAL_SECONDS))
-    return read
-
-
-async def _rest(messages: AsyncIterator[SseEvent]) -> list[SseEvent]:
-    return [message async for message in messages]
+def _saw_text(stream: Stream) -> bool:
+    return stream.saw(_any_text) is not None
