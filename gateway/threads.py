@@ -12,6 +12,7 @@ from typing import Annotated
 
 from ag_ui.core import Interrupt, Message
 from fastapi import APIRouter, Query, Response
+from temporalio.client import Client
 
 from activities.erasure import delete_thread
 from gateway.auth import Principal, may_read
@@ -129,15 +130,21 @@ async def interrupts(
         return await list_interrupts(client, query, principal, role, reason, limit, cursor, now)
 
 
-@router.get("/threads/{thread_id}")
-async def thread(thread_id: ThreadIdPath, principal: PrincipalDep, client: ClientDep) -> ThreadView:
-    """The thread's messages, state and runs, for its owner (and admins)."""
+async def _read_view(client: Client, thread_id: str) -> ThreadView:
+    """The thread as its workflow shows it; a read no worker answers within
+    ``READ_TIMEOUT`` is a 503 to retry."""
     try:
-        view = await thread_handle(client, thread_id).query(
+        return await thread_handle(client, thread_id).query(
             ThreadWorkflow.view, rpc_timeout=READ_TIMEOUT
         )
     except TEMPORAL_ERRORS as err:
         raise thread_read_error(thread_id, err) from err
+
+
+@router.get("/threads/{thread_id}")
+async def thread(thread_id: ThreadIdPath, principal: PrincipalDep, client: ClientDep) -> ThreadView:
+    """The thread's messages, state and runs, for its owner (and admins)."""
+    view = await _read_view(client, thread_id)
     if not may_read(principal, view.owner):
         raise unknown_thread(thread_id)
     return view
@@ -186,12 +193,7 @@ async def interrupt(
 ) -> InterruptView:
     """One interrupt, for the thread's owner and admins, whoever may decide it now and
     whoever decided it; to anyone else, the thread does not exist."""
-    try:
-        thread = await thread_handle(client, thread_id).query(
-            ThreadWorkflow.view, rpc_timeout=READ_TIMEOUT
-        )
-    except TEMPORAL_ERRORS as err:
-        raise thread_read_error(thread_id, err) from err
+    thread = await _read_view(client, thread_id)
     asked = next((each for each in thread.interrupts if each.id == interrupt_id), None)
     audit = [record for record in thread.audit if record.interrupt_id == interrupt_id]
     mine = principal.subject == thread.owner
