@@ -12,8 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from temporalio.client import Client, Interceptor, OutboundInterceptor, QueryWorkflowInput
-from temporalio.service import RPCError
+from temporalio.client import Client
 
 from activities.openai_chat import OpenAIModel
 from bench.reads import counted
@@ -36,6 +35,7 @@ from tests.helpers import (
     thread_log,
 )
 from tests.processes import engine
+from tests.test_stream_reads import Reads
 from workflows.sdk import AgentDefinition
 
 ARRIVAL_SECONDS = 15.0
@@ -149,34 +149,6 @@ async def test_a_quiet_runs_stream_and_its_reconnect_send_keepalives(
     assert_valid_stream(events, thread_id)
 
 
-class Queries(Interceptor):
-    """The queries made through a client: how many are waiting for their answer, and
-    how many failed with an ``RPCError``."""
-
-    def __init__(self) -> None:
-        self.waiting = 0
-        self.failed = 0
-
-    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
-        return _Counting(next, self)
-
-
-class _Counting(OutboundInterceptor):
-    def __init__(self, next: OutboundInterceptor, queries: Queries) -> None:
-        super().__init__(next)
-        self._queries = queries
-
-    async def query_workflow(self, input: QueryWorkflowInput) -> Any:
-        self._queries.waiting += 1
-        try:
-            return await self.next.query_workflow(input)
-        except RPCError:
-            self._queries.failed += 1
-            raise
-        finally:
-            self._queries.waiting -= 1
-
-
 KILLED_KEEPALIVE_SECONDS = 2.0
 """The keepalive interval of the test below: longer than a read interval (so that the
 streams' reads just after the kill go out before any keepalive), far shorter than
@@ -195,10 +167,10 @@ async def test_a_runs_streams_wait_out_its_worker_killed_mid_reply(
     heartbeats stopped for the model's ``heartbeat`` (not its two-minute timeout), and
     end with the run's ``RUN_FINISHED``."""
     monkeypatch.setattr(streaming, "KEEPALIVE_SECONDS", KILLED_KEEPALIVE_SECONDS)
-    queries = [Queries(), Queries()]
+    queries = [Reads(), Reads()]
     killed = False
 
-    def noting(mine: Queries) -> Callable[[], bool]:
+    def noting(mine: Reads) -> Callable[[], bool]:
         """A keepalive's note: whether it came after the kill, while its stream's read
         waited."""
         return lambda: killed and mine.waiting > 0

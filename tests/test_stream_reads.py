@@ -21,6 +21,7 @@ from temporalio.client import (
     QueryWorkflowInput,
     WorkflowHistoryEventAsyncIterator,
 )
+from temporalio.service import RPCError
 
 import bench.reads
 from activities.openai_chat import OpenAIModel
@@ -49,6 +50,10 @@ class Reads(Interceptor):
 
     def __init__(self) -> None:
         self.queries: Counter[str] = Counter()
+        self.waiting = 0
+        """Queries waiting for their answer now, of any workflow."""
+        self.failed = 0
+        """Queries that failed with an ``RPCError``, of any workflow."""
         self.fetches: Counter[str] = Counter()
         self.fetched_from: defaultdict[str, list[bytes | None]] = defaultdict(list)
         """Where each history fetch began: a continuation token, or ``None`` for the
@@ -71,10 +76,17 @@ class _Counting(OutboundInterceptor):
 
     async def query_workflow(self, input: QueryWorkflowInput) -> Any:
         self._reads.queries[input.id] += 1
-        if input.id in self._reads.held:
-            self._reads.held_runs.append(input.run_id)
-            await self._reads.answer.wait()
-        answer = await self.next.query_workflow(input)
+        self._reads.waiting += 1
+        try:
+            if input.id in self._reads.held:
+                self._reads.held_runs.append(input.run_id)
+                await self._reads.answer.wait()
+            answer = await self.next.query_workflow(input)
+        except RPCError:
+            self._reads.failed += 1
+            raise
+        finally:
+            self._reads.waiting -= 1
         if isinstance(answer, EventPage):
             self._reads.pages[input.id].append(answer)
         return answer
