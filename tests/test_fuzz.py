@@ -31,7 +31,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import httpx
@@ -844,11 +844,16 @@ async def test_raw_requests_leave_a_waiting_thread_unchanged(waiting: WaitingThr
         headers = {**raw.headers, **authorization(raw.caller)}
         if raw.content_type is not None:
             headers["content-type"] = raw.content_type
-        aim = Aim(None, raw.caller == "owner", False, raw.caller in ("owner", "admin"))
+        aim = Aim(
+            None,
+            owner=raw.caller == "owner",
+            resumes=False,
+            may_erase=raw.caller in ("owner", "admin"),
+        )
         body = raw.body
         if isinstance(body, dict):
             filled = fill(body, waiting)
-            aim = Aim(filled["threadId"], aim.owner, _resumes(filled), aim.may_erase)
+            aim = replace(aim, thread_id=filled["threadId"], resumes=_resumes(filled))
             body = encode(filled)
         path = raw.path.replace(WAITING, waiting.thread_id)
         await check_request(waiting, Sent(path, headers, body, raw.method), aim)
