@@ -47,6 +47,7 @@ from temporalio.client import (
     WorkflowQueryRejectedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
 from temporalio.common import (
@@ -199,8 +200,9 @@ class _Pace:
 
         Args:
             fallback_seconds: How long to wait instead when the history cannot be
-                watched: the server refused it (the pace then polls from here on), or
-                ``WATCHES`` streams of this process watch already.
+                watched: the server refused it (the pace then polls from here on) or
+                could not be reached (:data:`TRANSIENT`; it watches again next time),
+                or ``WATCHES`` streams of this process watch already.
         """
         await self._wait(fallback_seconds)
         # Taken before the read: a position another stream reached after it could be
@@ -220,9 +222,10 @@ class _Pace:
                 pass
             return
         except RPCError as err:
-            log.warning("polling %s instead of watching its history: %s", self._history.id, err)
-            _POSITIONS.forget(self._key)
-            self._watching = False
+            if not _transient(err):
+                log.warning("polling %s instead of watching its history: %s", self._history.id, err)
+                _POSITIONS.forget(self._key)
+                self._watching = False
         finally:
             _WATCHING.give()
         await asyncio.sleep(fallback_seconds)
@@ -377,12 +380,15 @@ class AcceptedRun:
         worker answers in time (its worker killed, or replaced in a deploy) is waited
         out as a follower's is: the run goes on without it, and its next workflow task
         comes from the worker that takes the thread over, which is when it is read
-        again.
+        again. So is a Temporal server unreachable for longer than the SDK retries the
+        update's result (a server restarting, say): the run is durable there, and its
+        result is asked for again every ``RETRY_AFTER_SECONDS`` until it comes.
         """
         result = asyncio.ensure_future(self._update.result())
         after = 0
         quiet = _Quiet()
         fallback_seconds: float = self._poll_seconds
+        lost = False
         try:
             while True:
                 due = asyncio.ensure_future(self._pace.due(fallback_seconds))
@@ -396,6 +402,14 @@ class AcceptedRun:
                     self._handed(await self._resend())
                     self._resend = self._known = None
                     result = asyncio.ensure_future(self._update.result())
+                    continue
+                if result.done() and _unreachable(result):
+                    if not lost:
+                        log.warning(
+                            "run %s of %s waits for Temporal", self._update.id, self._thread.id
+                        )
+                        lost = True
+                    result = asyncio.ensure_future(self._result_after(RETRY_AFTER_SECONDS))
                     continue
                 if result.done():
                     break
@@ -436,6 +450,10 @@ class AcceptedRun:
                 yield rest
         finally:
             result.cancel()
+
+    async def _result_after(self, seconds: float) -> RunReply:
+        await asyncio.sleep(seconds)
+        return await self._update.result()
 
     def _whole(self, reply: RunReply) -> list[SequencedEvent]:
         """The events of ``reply`` with their snapshots whole: what it left out of them
@@ -486,6 +504,15 @@ def _asks_resend(result: asyncio.Future[RunReply]) -> bool:
     return cause.type == known_messages.RESEND or (
         cause.type == "RuntimeError" and known_state.RUN_ON_KNOWN_STATE in cause.message
     )
+
+
+def _unreachable(result: asyncio.Future[RunReply]) -> bool:
+    """Whether a run's result could not be fetched for Temporal being unreachable past
+    the SDK's retries (:data:`TRANSIENT`), not for anything the run did."""
+    error = result.exception()
+    if isinstance(error, WorkflowUpdateRPCTimeoutOrCancelledError):
+        error = error.__cause__
+    return _transient(error)
 
 
 def _with_prefix(item: SequencedEvent, prefix: Sequence[Message]) -> SequencedEvent:
