@@ -211,6 +211,11 @@ class Settings(BaseSettings):
     """Task queue the thread workflows and their activities run on."""
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8000
+    gateway_shutdown_seconds: int = Field(default=5, ge=0)
+    """On SIGTERM, how long the gateway lets open streams go on before it closes them and
+    exits. A follower's stream, or a reconnect's waiting on a long tool, would otherwise
+    keep it from stopping at all; a run goes on in Temporal, and its client reads the
+    rest from any gateway (``Last-Event-ID``) or sends the same request again."""
     temporal_port: int = 7233
     """``make run``: the frontend (gRPC) port of the Temporal dev server it starts when
     ``TEMPORAL_ADDRESS`` is unset."""

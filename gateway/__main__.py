@@ -34,4 +34,5 @@ if __name__ == "__main__":
         log_config=None,
         loop="uvloop",
         http="httptools",
+        timeout_graceful_shutdown=settings.gateway_shutdown_seconds,
     )

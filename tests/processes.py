@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -63,6 +64,12 @@ class Process:
         """``kill -9``: no shutdown handler runs, nothing is drained or flushed."""
         self._popen.kill()
         await asyncio.to_thread(self._popen.wait)
+
+    async def stop(self, timeout: float) -> int:
+        """SIGTERM, as a process manager stops it; its exit code, once it has exited
+        (``subprocess.TimeoutExpired`` if not within ``timeout`` seconds)."""
+        self._popen.send_signal(signal.SIGTERM)
+        return await asyncio.to_thread(self._popen.wait, timeout)
 
 
 @dataclass

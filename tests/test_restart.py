@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 from temporalio.client import Client
@@ -27,9 +29,11 @@ from tests.helpers import (
     run_input,
     serve_gateway,
     serve_stack,
+    sse_messages,
     start_dev_server,
     wait_until_healthy,
 )
+from tests.processes import engine
 from worker import build_worker
 from workflows.agents import EXAMPLES
 
@@ -99,6 +103,42 @@ async def test_the_gateway_reports_temporal_down_and_recovers_when_it_returns() 
                 await server.shutdown()
     finally:
         del os.environ["TEMPORAL_ADDRESS"]
+
+
+GATEWAY_SHUTDOWN_SECONDS = 1
+
+
+async def test_a_gateway_stops_on_sigterm_with_a_follower_open(client: Client) -> None:
+    """A follower's stream does not end on its own. On SIGTERM the gateway gives open
+    streams ``AGUI_GATEWAY_SHUTDOWN_SECONDS``, then closes them and exits; before, it
+    waited for them for ever, and a process manager had to kill it."""
+    async with engine(
+        client.service_client.config.target_host,
+        AGUI_GATEWAY_SHUTDOWN_SECONDS=str(GATEWAY_SHUTDOWN_SECONDS),
+    ) as stack:
+        stack.start_worker()
+        gateway = await stack.start_gateway()
+        thread_id = f"t-{uuid.uuid4()}"
+        ran = await post_run(gateway.http, "demo", run_input(thread_id, "r1", "hi"))
+        async with gateway.http.stream("GET", f"/threads/{thread_id}/events") as response:
+            followed: list[dict[str, Any]] = []
+
+            async def follow() -> None:
+                async for _, event in sse_messages(response):
+                    followed.append(event)
+
+            reading = asyncio.create_task(follow())
+
+            async def caught_up() -> bool:
+                return len(followed) == len(ran)
+
+            await eventually(caught_up, what="the follower to read the run")
+            code = await gateway.process.stop(timeout=GATEWAY_SHUTDOWN_SECONDS + 15)
+            with contextlib.suppress(httpx.TransportError):
+                await asyncio.wait_for(reading, timeout=15)
+    # uvicorn shuts down, then re-raises the signal it caught.
+    assert code == -signal.SIGTERM
+    assert followed == ran
 
 
 async def test_worker_and_gateway_processes_serve_runs_and_stop_cleanly_on_sigterm(
