@@ -106,6 +106,7 @@ async def test_the_gateway_reports_temporal_down_and_recovers_when_it_returns() 
 
 
 GATEWAY_SHUTDOWN_SECONDS = 1
+"""The stopping gateway's grace for its streams in the test below (5 s by default)."""
 
 
 async def test_a_gateway_stops_on_sigterm_with_a_follower_open(client: Client) -> None:
