@@ -38,11 +38,13 @@ async def _exists(client: Client, thread_id: str) -> bool:
 
 async def test_a_sweep_deletes_idle_threads_and_keeps_active_ones(client: Client) -> None:
     async with serve_stack(client) as stack:
-        # An hour between sweeps: only the trigger below starts one.
+        # A schedule's intervals count from the epoch, so an hourly one fires at each full
+        # hour, which a test may straddle (one did, in CI). A century between sweeps: only
+        # the trigger below starts one.
         settings = Settings(
             task_queue=stack.task_queue,
             thread_retention=RETENTION,
-            retention_sweep_interval=timedelta(hours=1),
+            retention_sweep_interval=timedelta(days=36525),
         )
         await ensure_retention_schedule(client, settings)
         # A second worker starting updates the schedule rather than failing.
