@@ -330,6 +330,59 @@ async def read_sse(response: httpx.Response) -> list[SseEvent]:
     return [message async for message in sse_messages(response)]
 
 
+ARRIVAL_SECONDS = 15.0
+"""How long an awaited message of a stream may take before the test fails."""
+KEEPALIVE = ": keepalive"
+"""The comment line a gateway's stream sends when it has nothing to send."""
+
+
+class Stream:
+    """An open SSE response, read as it arrives by a task of its own: its messages, and
+    for each keepalive what ``note()`` said when it came."""
+
+    def __init__(self, response: httpx.Response, note: Callable[[], Any] = lambda: None) -> None:
+        self.messages: list[SseEvent] = []
+        self.keepalives: list[Any] = []
+        self._note = note
+        self._reading = asyncio.create_task(self._read(response))
+
+    async def _read(self, response: httpx.Response) -> None:
+        async for message in sse_messages(response, self._comment):
+            self.messages.append(message)
+
+    def _comment(self, line: str) -> None:
+        if line == KEEPALIVE:
+            self.keepalives.append(self._note())
+
+    def saw(self, what: Callable[[dict[str, Any]], bool]) -> int | None:
+        """How many messages had come once the first ``what`` came; ``None``: none yet."""
+        for count, (_, event) in enumerate(self.messages, 1):
+            if what(event):
+                return count
+        return None
+
+    async def until(
+        self, check: Callable[[], bool], what: str, timeout: float = ARRIVAL_SECONDS
+    ) -> None:
+        """Wait until ``check()``, failing if the stream ends first."""
+
+        async def checked() -> bool:
+            if self._reading.done():
+                self._reading.result()
+                assert check(), f"the stream ended before {what}"
+            return check()
+
+        await eventually(checked, timeout=timeout, what=what)
+
+    async def end(self, timeout: float) -> list[SseEvent]:
+        """Every message, once the stream has ended."""
+        await asyncio.wait_for(asyncio.shield(self._reading), timeout)
+        return self.messages
+
+    def close(self) -> None:
+        self._reading.cancel()
+
+
 async def post_run_sse(http: httpx.AsyncClient, agent: str, body: Any) -> list[SseEvent]:
     """POST a run and read its whole SSE stream, ids included; every event is checked
     against ``ag_ui.core`` and the stream against ``ag-ui-validate``."""

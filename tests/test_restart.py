@@ -12,14 +12,15 @@ import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 from temporalio.client import Client
 
 from settings import Settings
 from tests.helpers import (
+    ARRIVAL_SECONDS,
     TEST_SECRET,
+    Stream,
     assert_valid_stream,
     eventually,
     free_port,
@@ -29,7 +30,6 @@ from tests.helpers import (
     run_input,
     serve_gateway,
     serve_stack,
-    sse_messages,
     start_dev_server,
     wait_until_healthy,
 )
@@ -122,24 +122,19 @@ async def test_a_gateway_stops_on_sigterm_with_a_follower_open(client: Client) -
         thread_id = f"t-{uuid.uuid4()}"
         ran = await post_run(gateway.http, "demo", run_input(thread_id, "r1", "hi"))
         async with gateway.http.stream("GET", f"/threads/{thread_id}/events") as response:
-            followed: list[dict[str, Any]] = []
-
-            async def follow() -> None:
-                async for _, event in sse_messages(response):
-                    followed.append(event)
-
-            reading = asyncio.create_task(follow())
-
-            async def caught_up() -> bool:
-                return len(followed) == len(ran)
-
-            await eventually(caught_up, what="the follower to read the run")
-            code = await gateway.process.stop(timeout=GATEWAY_SHUTDOWN_SECONDS + 15)
-            with contextlib.suppress(httpx.TransportError):
-                await asyncio.wait_for(reading, timeout=15)
+            follower = Stream(response)
+            try:
+                await follower.until(
+                    lambda: len(follower.messages) == len(ran), "the follower to read the run"
+                )
+                code = await gateway.process.stop(timeout=GATEWAY_SHUTDOWN_SECONDS + 15)
+                with contextlib.suppress(httpx.TransportError):
+                    await follower.end(ARRIVAL_SECONDS)
+            finally:
+                follower.close()
     # uvicorn shuts down, then re-raises the signal it caught.
     assert code == -signal.SIGTERM
-    assert followed == ran
+    assert [event for _, event in follower.messages] == ran
 
 
 async def test_worker_and_gateway_processes_serve_runs_and_stop_cleanly_on_sigterm(

@@ -7,14 +7,13 @@ back)."""
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from temporalio.client import Client
 
@@ -26,8 +25,10 @@ from settings import Settings
 from tests.chat_server import ChatServer, Reply
 from tests.crash_worker import AGENTS, CHAT
 from tests.helpers import (
+    ARRIVAL_SECONDS,
     TEST_SECRET,
     SseEvent,
+    Stream,
     assert_valid_stream,
     eventually,
     gateway_client,
@@ -36,7 +37,6 @@ from tests.helpers import (
     run_input,
     serve_gateway,
     serve_stack,
-    sse_messages,
     thread_log,
 )
 from tests.processes import DevServer, engine
@@ -45,57 +45,6 @@ from tests.test_stream_reads import Reads
 from worker import ensure_search_attributes
 from workflows.sdk import AgentDefinition
 from workflows.thread_ids import workflow_id_for
-
-ARRIVAL_SECONDS = 15.0
-"""How long an awaited message of a stream may take before the test fails."""
-KEEPALIVE = ": keepalive"
-
-
-class Stream:
-    """An open SSE response, read as it arrives by a task of its own: its messages, and
-    for each keepalive what ``note()`` said when it came."""
-
-    def __init__(self, response: httpx.Response, note: Callable[[], Any] = lambda: None) -> None:
-        self.messages: list[SseEvent] = []
-        self.keepalives: list[Any] = []
-        self._note = note
-        self._reading = asyncio.create_task(self._read(response))
-
-    async def _read(self, response: httpx.Response) -> None:
-        async for message in sse_messages(response, self._comment):
-            self.messages.append(message)
-
-    def _comment(self, line: str) -> None:
-        if line == KEEPALIVE:
-            self.keepalives.append(self._note())
-
-    def saw(self, what: Callable[[dict[str, Any]], bool]) -> int | None:
-        """How many messages had come once the first ``what`` came; ``None``: none yet."""
-        for count, (_, event) in enumerate(self.messages, 1):
-            if what(event):
-                return count
-        return None
-
-    async def until(
-        self, check: Callable[[], bool], what: str, timeout: float = ARRIVAL_SECONDS
-    ) -> None:
-        """Wait until ``check()``, failing if the stream ends first."""
-
-        async def checked() -> bool:
-            if self._reading.done():
-                self._reading.result()
-                assert check(), f"the stream ended before {what}"
-            return check()
-
-        await eventually(checked, timeout=timeout, what=what)
-
-    async def end(self, timeout: float) -> list[SseEvent]:
-        """Every message, once the stream has ended."""
-        await asyncio.wait_for(asyncio.shield(self._reading), timeout)
-        return self.messages
-
-    def close(self) -> None:
-        self._reading.cancel()
 
 
 def _text(piece: str) -> Callable[[dict[str, Any]], bool]:
@@ -310,38 +259,37 @@ async def test_streams_wait_out_the_temporal_server_killed_mid_run(
                     "resume": [entry | {"payload": {"approved": True}}],
                 }
                 receiver.hold()
-                async with http.stream("POST", "/agents/demo", json=body) as response:
+                async with contextlib.AsyncExitStack() as streams:
+                    response = await streams.enter_async_context(
+                        http.stream("POST", "/agents/demo", json=body)
+                    )
                     run = Stream(response)
-                    try:
-                        await receiver.wait_for(1)
-                        # The run waits on its tool now and logs nothing until it returns:
-                        # a follower reads what the thread has, then long-polls its history
-                        # (its first fetch, from the history's start, returns at once).
-                        path = f"/threads/{thread_id}/events"
-                        async with follower_http.stream("GET", path) as followed:
-                            follower = Stream(followed)
-                            try:
-                                fetches = following.fetches
-                                workflow_id = workflow_id_for(thread_id)
-                                await follower.until(
-                                    lambda: fetches[workflow_id] >= 2,
-                                    "the follower to watch the history",
-                                )
-                                # That long poll fails while the server is down.
-                                watched = fetches[workflow_id]
-                                messages = await _outage(server, run, follower, caplog, receiver)
-                                await follower.until(
-                                    lambda: follower.saw(_run_finished("r2")) is not None,
-                                    "the follower to read the run's end",
-                                )
-                                await follower.until(
-                                    lambda: fetches[workflow_id] > watched,
-                                    "the follower to watch the history again",
-                                )
-                            finally:
-                                follower.close()
-                    finally:
-                        run.close()
+                    streams.callback(run.close)
+                    await receiver.wait_for(1)
+                    # The run waits on its tool now and logs nothing until it returns: a
+                    # follower reads what the thread has, then long-polls its history (its
+                    # first fetch, from the history's start, returns at once).
+                    followed = await streams.enter_async_context(
+                        follower_http.stream("GET", f"/threads/{thread_id}/events")
+                    )
+                    follower = Stream(followed)
+                    streams.callback(follower.close)
+                    fetches = following.fetches
+                    workflow_id = workflow_id_for(thread_id)
+                    await follower.until(
+                        lambda: fetches[workflow_id] >= 2, "the follower to watch the history"
+                    )
+                    # That long poll fails while the server is down.
+                    watched = fetches[workflow_id]
+                    messages = await _outage(server, run, follower, caplog, receiver)
+                    await follower.until(
+                        lambda: follower.saw(_run_finished("r2")) is not None,
+                        "the follower to read the run's end",
+                    )
+                    await follower.until(
+                        lambda: fetches[workflow_id] > watched,
+                        "the follower to watch the history again",
+                    )
                 log = await thread_log(http, thread_id)
     finally:
         await server.stop()
