@@ -12,7 +12,7 @@ INSTALLED := $(VENV)/.installed
 NODE_INSTALLED := tests/node/node_modules/.installed
 WEB_INSTALLED := gateway/web/node_modules/.installed
 
-.PHONY: run test unit install bench bench-waiting bench-pair bench-peer lint histories screenshots
+.PHONY: run test unit install bench bench-waiting bench-soak bench-pair bench-peer lint histories screenshots
 
 install: $(INSTALLED) $(NODE_INSTALLED) $(WEB_INSTALLED)
 
@@ -72,6 +72,12 @@ bench: $(INSTALLED)
 # for 100,000 on a 2-core machine. Not part of `make test` or `make bench`.
 bench-waiting: $(INSTALLED)
 	$(BIN)/python -m bench.waiting $(if $(THREADS),--threads $(THREADS))
+
+# Interrupt cycles without pause, each process's memory read as they go (docs/bench.md,
+# "Memory under a long load"); MINUTES=n for another length than 45. Not part of
+# `make test` or `make bench`.
+bench-soak: $(INSTALLED)
+	$(BIN)/python -m bench.soak $(if $(MINUTES),--minutes $(MINUTES))
 
 # Two builds at once, each as make run runs it, the cycles alternating between them
 # (docs/bench.md, "Two builds in pairs"): A=ref B=ref (default HEAD for both),

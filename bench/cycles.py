@@ -67,15 +67,20 @@ async def _run(http: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
     return last
 
 
-async def _pause(http: httpx.AsyncClient) -> tuple[str, dict[str, Any]]:
+async def _pause(http: httpx.AsyncClient, message_id: str = "u1") -> tuple[str, dict[str, Any]]:
     """Open a new thread whose first run pauses on one approval; the thread and the
     resume body that approves it.
+
+    Args:
+        message_id: The user message's id. The same on every thread by default, so the
+            gateway's cache of sent messages (``gateway/sent_messages.py``) holds it once;
+            clients that make a new one for each message fill that cache.
 
     Raises:
         RuntimeError: The thread did not pause.
     """
     thread_id = f"bench-{uuid.uuid4()}"
-    message = {"id": "u1", "role": "user", "content": "mail a@b.com"}
+    message = {"id": message_id, "role": "user", "content": "mail a@b.com"}
     paused = await _run(http, {"threadId": thread_id, "runId": "r1", "messages": [message]})
     outcome = paused.get("outcome") or {}
     if outcome.get("type") != "interrupt":
@@ -104,9 +109,10 @@ async def _resume(http: httpx.AsyncClient, body: dict[str, Any]) -> float:
     return latency
 
 
-async def cycle(http: httpx.AsyncClient) -> float:
-    """One cycle on a new thread; returns the resume's latency in seconds."""
-    _, body = await _pause(http)
+async def cycle(http: httpx.AsyncClient, message_id: str = "u1") -> float:
+    """One cycle on a new thread, its user message's id ``message_id`` (:func:`_pause`);
+    returns the resume's latency in seconds."""
+    _, body = await _pause(http, message_id)
     return await _resume(http, body)
 
 
