@@ -53,6 +53,7 @@ class Reading:
 
     @classmethod
     def of(cls, stack: Deployed, began: float, cycles: int) -> Reading:
+        """``stack`` now, ``cycles`` done since ``began``; the database with its WAL."""
         wal = stack.database.with_name(stack.database.name + "-wal")
         return cls(
             time.perf_counter() - began,
@@ -66,6 +67,8 @@ class Reading:
 
 @dataclass(frozen=True)
 class Soak:
+    """What a soak read, in order, and its failed cycles by kind."""
+
     readings: list[Reading]
     errors: Counter[str]
 
