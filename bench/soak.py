@@ -111,7 +111,7 @@ async def measure(args: argparse.Namespace, directory: Path) -> Soak:
 def render(soak: Soak, concurrency: int) -> str:
     """The readings, and each process's growth over the last third."""
     first, last = soak.readings[0], soak.readings[-1]
-    third = min(soak.readings, key=lambda reading: abs(reading.seconds - last.seconds * 2 / 3))
+    third = min(soak.readings[:-1], key=lambda reading: abs(reading.seconds - last.seconds * 2 / 3))
     lines = [
         f"Soak: fresh interrupt cycles at c={concurrency} for {last.seconds / 60:.1f} min, "
         f"{last.cycles} cycles ({last.cycles / last.seconds:.1f}/s), "
