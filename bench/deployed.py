@@ -60,6 +60,18 @@ class Deployed:
     database: Path
     """The dev server's SQLite file (its ``-wal`` beside it)."""
 
+    def database_bytes(self) -> int:
+        """The size of the dev server's database: its file, its WAL and its shared
+        memory."""
+        return sum(
+            path.stat().st_size
+            for path in self.database.parent.glob(f"{self.database.name}*")
+            if path.is_file()
+        )
+
+
+MB = 1024 * 1024
+
 
 def rss_bytes(pid: int) -> int:
     """The resident memory of process ``pid`` (``VmRSS``, Linux)."""

@@ -32,12 +32,11 @@ from pathlib import Path
 import httpx
 
 from bench.cycles import cycle
-from bench.deployed import Deployed, deployed, rss_bytes
+from bench.deployed import MB, Deployed, deployed, rss_bytes
 from gateway.tokens import mint
 
 SUBJECT = "bench-soak"
 REQUEST_SECONDS = 60.0
-MB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -53,15 +52,14 @@ class Reading:
 
     @classmethod
     def of(cls, stack: Deployed, began: float, cycles: int) -> Reading:
-        """``stack`` now, ``cycles`` done since ``began``; the database with its WAL."""
-        wal = stack.database.with_name(stack.database.name + "-wal")
+        """``stack`` now, ``cycles`` done since ``began``."""
         return cls(
             time.perf_counter() - began,
             cycles,
             rss_bytes(stack.server_pid),
             rss_bytes(stack.worker_pid),
             rss_bytes(stack.gateway_pid),
-            stack.database.stat().st_size + (wal.stat().st_size if wal.exists() else 0),
+            stack.database_bytes(),
         )
 
 

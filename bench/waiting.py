@@ -45,7 +45,7 @@ import httpx
 
 from bench.continued import Template, continue_as, drained, template_of
 from bench.cpu import cpu_seconds
-from bench.deployed import Deployed, deployed, rss_bytes
+from bench.deployed import MB, Deployed, deployed, rss_bytes
 from bench.stats import Summary
 from gateway.errors import RETRY_AFTER_SECONDS
 from gateway.tokens import mint
@@ -63,7 +63,6 @@ DRAIN_PROBES = 20
 DEADLINE_SECONDS = 3 * 3600.0
 INBOX_TIMEOUT_SECONDS = 600.0
 """The owner's inbox reads every thread's memo: minutes at 100,000."""
-MB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -138,18 +137,13 @@ async def _bounded(jobs: Sequence[Callable[[], Awaitable[None]]], concurrency: i
 
 
 def _mark(stack: Deployed, threads: int, began: float) -> Mark:
-    database = sum(
-        path.stat().st_size
-        for path in stack.database.parent.glob(f"{stack.database.name}*")
-        if path.is_file()
-    )
     return Mark(
         threads,
         began,
         time.perf_counter() - began,
         rss_bytes(stack.worker_pid),
         rss_bytes(stack.server_pid),
-        database,
+        stack.database_bytes(),
         cpu_seconds(stack.worker_pid),
         cpu_seconds(stack.server_pid),
     )
