@@ -52,6 +52,7 @@ EMBEDDED_DYNAMIC_CONFIG: dict[str, object] = {
     "system.enableSuggestCaNOnNewTargetVersion": True,
     "history.transferProcessorMaxPollRPS": 1000,
     "system.forceSearchAttributesCacheRefreshOnRead": False,
+    "history.workflowIdReuseMinimalInterval": "0s",
 }
 """The dynamic config of the embedded Temporal server (and of the tests' servers).
 
@@ -67,7 +68,16 @@ EMBEDDED_DYNAMIC_CONFIG: dict[str, object] = {
   server otherwise reads them from its SQLite file at each use, about thirty reads per
   interrupt cycle. A newly registered attribute then takes up to the namespace cache's
   refresh interval (2 s) to be usable, which ``worker.ensure_search_attributes`` waits
-  for."""
+  for.
+- Start a thread's next workflow run at once when it continues as new. Temporal holds a
+  continued run's first workflow task until a second after its predecessor started
+  (``history.workflowIdReuseMinimalInterval``, a guard against workflows that continue
+  as new in a loop), and unversioned, a thread continues as new after every run: a read
+  of it (a query, which needs the new run's first task done) within a second of its last
+  start waited for the rest of that second. A thread continues as new only after a run,
+  when told to move to another build, or when its history has grown long
+  (``ThreadWorkflow._should_continue_as_new``): a workflow run that has just started
+  meets none of these, so a thread cannot loop."""
 
 
 def embedded_server_flags(

@@ -201,6 +201,19 @@ async def eventually(
         await asyncio.sleep(0.02)
 
 
+async def at_rest(client: Client, thread_id: str) -> None:
+    """Wait until the thread's workflow has no workflow task pending. A run that ends
+    continues its thread as new (unversioned workers) in the task that ends it, and the
+    new workflow run's first task, which arms the carried timers, writes history too."""
+    handle = thread_handle(client, thread_id)
+
+    async def resting() -> bool:
+        described = await handle.describe()
+        return not described.raw_description.HasField("pending_workflow_task")
+
+    await eventually(resting, what=f"{thread_id}'s workflow at rest")
+
+
 async def wait_until_healthy(
     http: httpx.AsyncClient, *, timeout: float = 30.0, what: str = "the gateway"
 ) -> None:

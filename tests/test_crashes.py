@@ -32,6 +32,7 @@ from tests.crash_worker import AGENTS
 from tests.helpers import (
     TEST_SECRET,
     assert_intact,
+    at_rest,
     eventually,
     free_port,
     gateway_client,
@@ -110,6 +111,7 @@ async def test_a_worker_killed_while_waiting_and_mid_resume(
         thread_id, interrupts = await _ask_approval_and_form(gateway)
 
         # Killed with the interrupts pending: another worker finds them as they were.
+        await at_rest(client, thread_id)
         await worker.kill()
         worker = stack.start_worker()
         assert (await _thread(gateway, thread_id))["interrupts"] == interrupts
@@ -219,6 +221,7 @@ async def test_a_worker_killed_while_ops_waits_for_the_cleanups_approval(client:
         thread_id, approval = await _ask_cleanup(gateway)
 
         # The inspector has answered; the hook before the cleanup waits on the approval.
+        await at_rest(client, thread_id)
         await worker.kill()
         stack.start_worker()
         assert (await _thread(gateway, thread_id))["interrupts"] == [approval]

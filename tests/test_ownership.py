@@ -12,6 +12,7 @@ from gateway.tokens import mint
 from tests.helpers import (
     TEST_SECRET,
     Stack,
+    at_rest,
     bearer,
     gateway_client,
     history_length,
@@ -39,6 +40,7 @@ def approving(thread_id: str, approval: dict[str, Any]) -> dict[str, Any]:
 async def test_another_principal_is_told_the_thread_does_not_exist(client: Client) -> None:
     async with serve_stack(client) as stack, gateway_client(stack.url, "mallory") as mallory:
         thread_id, approval = await waiting_thread(stack)
+        await at_rest(client, thread_id)
         before = await history_length(client, thread_id)
 
         # Answering it: rejected as if there were no thread, and nothing was written.

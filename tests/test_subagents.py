@@ -424,11 +424,13 @@ async def test_cancelling_the_thread_cancels_its_waiting_sub_agent(shop: Stack) 
     await thread_handle(client, thread_id).cancel()
 
     async def cancelled() -> bool:
-        return await child_status(client, child) == WorkflowExecutionStatus.CANCELED
+        # The thread ends once it has seen its sub-agent's run end, in a task after it.
+        thread = await thread_handle(client, thread_id).describe()
+        return {await child_status(client, child), thread.status} == {
+            WorkflowExecutionStatus.CANCELED
+        }
 
-    await eventually(cancelled, what="the sub-agent run to be cancelled")
-    thread = await thread_handle(client, thread_id).describe()
-    assert thread.status == WorkflowExecutionStatus.CANCELED
+    await eventually(cancelled, what="the sub-agent run, then the thread, to be cancelled")
 
 
 async def test_the_runbook_terminates_a_thread_with_its_waiting_sub_agent(shop: Stack) -> None:
