@@ -43,10 +43,12 @@ $(CHROMIUM):
 
 # The suite waits on servers and timers far more than it computes, so it runs on TEST_WORKERS
 # processes (pytest-xdist), each with its own dev server and browser; TEST_WORKERS=0 runs
-# it in this one.
+# it in this one. A worker that runs out of tests takes some of another's (worksteal):
+# a few tests take a minute where most take a second, and xdist's default hands out its
+# last tests in chunks, which left one worker idle for minutes while the other ran on.
 TEST_WORKERS ?= 2
 test: $(INSTALLED) $(NODE_INSTALLED) $(WEB_INSTALLED) $(CHROMIUM)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 # The inbox page's screenshots in docs/, taken by its browser tests.
 screenshots: $(INSTALLED) $(WEB_INSTALLED) $(CHROMIUM)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
+from ag_ui.core import Message, MessagesSnapshotEvent, RunAgentInput, UserMessage
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
+from gateway.streaming import thread_handle
 from settings import Settings
 from tests.helpers import (
     LONG_LIVED,
@@ -25,7 +29,9 @@ from tests.helpers import (
 )
 from worker import build_worker
 from workflows.agents import EXAMPLES
+from workflows.budgets import to_json
 from workflows.errors import ErrorCode
+from workflows.known_messages import message_digest, split
 from workflows.models import RunReply, RunRequest
 from workflows.thread import TRIM_AT_RUNS, ThreadWorkflow
 
@@ -110,9 +116,48 @@ async def test_a_run_retried_after_a_continue_as_new_is_not_run_twice(
     assert len(view["runs"]) == 1
 
 
-async def run(thread: WorkflowHandle[ThreadWorkflow, None], body: dict[str, object]) -> RunReply:
-    request = RunRequest.model_validate({"agent": "demo", "input": body, "principal": OWNER})
-    return await thread.execute_update(ThreadWorkflow.run_agent, request)
+async def test_a_thread_continued_after_a_run_is_read_at_once(eager: Stack, client: Client) -> None:
+    """The server starts the next workflow run's first task at once, which a read of the
+    thread (a query) waits for: with Temporal's default guard against loops of
+    continue-as-new it held it until a second after the thread's start
+    (``history.workflowIdReuseMinimalInterval`` in ``settings.EMBEDDED_DYNAMIC_CONFIG``)."""
+    thread_id = new_thread()
+    await post_run(eager.http, "demo", run_input(thread_id, "r1", "hello"))
+    await continued(client, thread_id, 1)
+    started = (await thread_handle(client, thread_id).fetch_history()).events[0]
+    backoff = started.workflow_execution_started_event_attributes.first_workflow_task_backoff
+    assert backoff.ToTimedelta() == timedelta(0)
+    assert (await eager.http.get(f"/threads/{thread_id}")).status_code == 200
+
+
+@dataclass
+class Conversation:
+    """A client of one thread, which sends each run as the gateway does: only the messages
+    the thread does not have yet, after the digest of those it has
+    (``workflows.known_messages``); so each run's update and reply stay the same size
+    however long the conversation grows."""
+
+    thread: WorkflowHandle[ThreadWorkflow, None]
+    messages: list[Message] = field(default_factory=list)
+    digests: list[bytes] = field(default_factory=list)
+
+    async def run(self, body: dict[str, object], *added: Message) -> RunReply:
+        """Run ``body`` with ``added`` after the conversation so far; take in the reply's
+        last ``MESSAGES_SNAPSHOT``, which lacks the messages the request said it knew."""
+        digests = [*self.digests, *(message_digest(to_json(m)) for m in added)]
+        known, fresh = split([*self.messages, *added], digests)
+        request = RunRequest(
+            agent="demo",
+            input=RunAgentInput.model_validate({**body, "messages": fresh}),
+            principal=OWNER,
+            known=known,
+        )
+        reply = await self.thread.execute_update(ThreadWorkflow.run_agent, request)
+        *_, snapshot = (e.event for e in reply.events if isinstance(e.event, MessagesSnapshotEvent))
+        kept = reply.snapshot_prefix or 0
+        self.messages[kept:] = snapshot.messages
+        self.digests[kept:] = [message_digest(to_json(m)) for m in snapshot.messages]
+        return reply
 
 
 async def test_a_thread_of_500_interrupt_cycles_continues_as_new_within_bounds(
@@ -122,27 +167,23 @@ async def test_a_thread_of_500_interrupt_cycles_continues_as_new_within_bounds(
     thread_id = new_thread()
     async with build_worker(client, settings, EXAMPLES):
         thread = await start_thread(client, settings.task_queue, thread_id, LONG_LIVED)
+        conversation = Conversation(thread)
         first_resume: dict[str, object] = {}
         for cycle in range(CYCLES):
-            asked = await run(
-                thread,
-                {
-                    "threadId": thread_id,
-                    "runId": f"ask-{cycle}",
-                    "messages": [{"id": f"u{cycle}", "role": "user", "content": "confirm?"}],
-                },
+            asked = await conversation.run(
+                {"threadId": thread_id, "runId": f"ask-{cycle}"},
+                UserMessage(id=f"u{cycle}", role="user", content="confirm?"),
             )
             outcome = asked.events[-1].event.outcome  # type: ignore[union-attr]
             assert outcome.type == "interrupt", cycle
-            resume = {
+            resume: dict[str, object] = {
                 "threadId": thread_id,
                 "runId": f"answer-{cycle}",
-                "messages": [],
                 "resume": [
                     {"interruptId": outcome.interrupts[0].id, "status": "resolved", "payload": True}
                 ],
             }
-            answered = await run(thread, resume)
+            answered = await conversation.run(resume)
             assert answered.events[-1].event.outcome.type == "success", cycle  # type: ignore[union-attr]
             first_resume = first_resume or resume
 
@@ -153,15 +194,14 @@ async def test_a_thread_of_500_interrupt_cycles_continues_as_new_within_bounds(
         assert len(view.runs) < TRIM_AT_RUNS
         # The ledger crossed every continue-as-new: the first cycle's answer replays
         # harmlessly and cannot be changed.
-        replayed = await run(thread, {**first_resume, "runId": "replay"})
+        replayed = await conversation.run({**first_resume, "runId": "replay"})
         assert replayed.events[-1].event.outcome.type == "success"  # type: ignore[union-attr]
         assert len((await thread.query(ThreadWorkflow.view)).messages) == 2 * CYCLES
         changed = first_resume["resume"]
         assert isinstance(changed, list)
         with pytest.raises(WorkflowUpdateFailedError) as rejected:
-            await run(
-                thread,
-                {**first_resume, "runId": "change", "resume": [{**changed[0], "payload": False}]},
+            await conversation.run(
+                {**first_resume, "runId": "change", "resume": [{**changed[0], "payload": False}]}
             )
         assert ErrorCode.INTERRUPT_ALREADY_ANSWERED in str(rejected.value.cause)
 

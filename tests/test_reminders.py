@@ -147,7 +147,9 @@ async def test_a_webhook_that_never_answers_changes_nothing_on_the_thread(
     url = receiver.url if webhook == "failing" else f"http://127.0.0.1:{free_port()}/hook"
     settings = _settings(url)
     async with build_worker(skipping.client, settings, EXAMPLES):
-        handle, form = await _ask_form(skipping, settings)
+        # Reminded half an hour before the deadline, so retried for half an hour: a dozen
+        # attempts, where the agent's day before would be some 150, each taking real time.
+        handle, form = await _ask_form(skipping, settings, remindBeforeSeconds=[1800])
         await skipping.sleep(FORM_LIFETIME + MINUTE)
         view = await handle.query(ThreadWorkflow.view)
         # The form expired on time, the agent went on, and the thread takes new input.
