@@ -74,7 +74,8 @@ EMBEDDED_DYNAMIC_CONFIG: dict[str, object] = {
   (``history.workflowIdReuseMinimalInterval``, a guard against workflows that continue
   as new in a loop), and unversioned, a thread continues as new after every run: a read
   of it (a query, which needs the new run's first task done) within a second of its last
-  start waited for the rest of that second. A thread continues as new only after a run,
+  start waited for the rest of that second (a resume within it now costs a workflow
+  task more: ``docs/bench.md``). A thread continues as new only after a run,
   when told to move to another build, or when its history has grown long
   (``ThreadWorkflow._should_continue_as_new``): a workflow run that has just started
   meets none of these, so a thread cannot loop."""
