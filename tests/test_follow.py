@@ -22,6 +22,7 @@ from tests.helpers import (
     SseEvent,
     Stack,
     assert_valid_stream,
+    at_rest,
     bearer,
     eventually,
     gateway_client,
@@ -284,15 +285,9 @@ async def test_reads_no_worker_answers_fail_in_time_and_a_follower_waits_them_ou
         run = await post_run_sse(gateway.http, "demo", run_input(followed_id, "r1", "confirm"))
         await post_run_sse(gateway.http, "demo", run_input(read_id, "r1", "confirm"))
 
-        async def at_rest() -> bool:
-            for thread_id in (followed_id, read_id):
-                described = await thread_handle(client, thread_id).describe()
-                if described.raw_description.HasField("pending_workflow_task"):
-                    return False
-            return True
-
         # A workflow task pending would hold the reads too, whatever the worker.
-        await eventually(at_rest, what="the threads' workflow tasks done")
+        for thread_id in (followed_id, read_id):
+            await at_rest(client, thread_id)
         await worker.kill()
 
         reads = ReadCount()
