@@ -188,9 +188,9 @@ def create_app(client: Client) -> FastAPI:
 
 async def work(address: str) -> None:
     """The floor's worker: :class:`FloorCycleWorkflow` and its no-op tool, run as the
-    engine's worker runs its workflows (``worker.WORKFLOW_RUNNER``), and the first and
-    current build of a Worker Deployment, each workflow pinned to it, as ``make run``'s
-    worker is."""
+    engine's worker runs its workflows (``worker.WORKFLOW_RUNNER``), and the first build
+    of a Worker Deployment, each workflow pinned to it, as ``make run``'s worker is
+    (:func:`main` makes it current)."""
     client = await connected(address, DataConverter.default)
     version = WorkerDeploymentVersion(TASK_QUEUE, TASK_QUEUE)
     worker = Worker(
@@ -209,7 +209,6 @@ async def work(address: str) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(signum, stop_worker.set)
     async with worker:
-        await promote_build(client, version.deployment_name, version.build_id)
         await stop_worker.wait()
 
 
@@ -224,10 +223,10 @@ async def serve(address: str, port: int) -> None:
 
 async def main(port: int) -> None:
     """Start the dev server on a SQLite file in a directory of its own, its visibility
-    indexes fitted as ``make run`` fits them, then the worker and the HTTP server on
-    ``port``; say where it listens, where its Temporal server and that server's metrics
-    are (:mod:`bench.server_work`, :mod:`bench.hops`) and which processes to measure;
-    stop them all, server last, when interrupted."""
+    indexes fitted as ``make run`` fits them, then the worker, whose build it makes
+    current, and the HTTP server on ``port``; say where it listens, where its Temporal
+    server and that server's metrics are (:mod:`bench.server_work`, :mod:`bench.hops`)
+    and which processes to measure; stop them all, server last, when interrupted."""
     temporal_port, metrics_port = free_port(), free_port()
     address = f"127.0.0.1:{temporal_port}"
     this = [sys.executable, "-m", "bench.floor_server", "--address", address]
@@ -251,6 +250,10 @@ async def main(port: int) -> None:
             client = await connected(address, DataConverter.default)
             await fit_embedded_visibility_indexes(client, database)
             await start(*this, "--role", "worker")
+            # Current before the floor is announced: the Worker Deployment's own workflows,
+            # which make it so, run in the floor's namespace, and their tasks would count
+            # in a reader's first cycles (``bench.server_work``).
+            await promote_build(client, TASK_QUEUE, TASK_QUEUE)
             await start(*this, "--role", "http", "--port", str(port))
             await healthy(f"http://127.0.0.1:{port}", started)
             said = Announcement(
