@@ -59,6 +59,7 @@ from workflows import search_attributes, served
 from workflows.agents import EXAMPLES
 from workflows.models import RetentionSweepStart
 from workflows.retention import RetentionSweep
+from workflows.runner import GuardedRunner
 from workflows.sdk import AgentDefinition
 from workflows.subagent import SubagentWorkflow
 from workflows.thread import ThreadWorkflow
@@ -270,8 +271,9 @@ def _check_model_names(agents: Mapping[str, AgentDefinition]) -> None:
             )
 
 
-WORKFLOW_RUNNER = UnsandboxedWorkflowRunner()
-"""Workflow code runs outside Temporal's sandbox. The sandbox's restrictions reach only
+WORKFLOW_RUNNER = GuardedRunner(UnsandboxedWorkflowRunner())
+"""Workflow code runs outside Temporal's sandbox, and never at a workflow task's time
+that has passed (``workflows.runner``). The sandbox's restrictions reach only
 the modules it imports afresh, and the workflow modules were all passed through (as
 Temporal advises for modules whose calls are deterministic; an agent's file imports its
 modules the same way, ``docs/agents.md``), so while threads ran they guarded only imports

@@ -434,7 +434,10 @@ class AcceptedRun:
                 if isinstance(failure, WorkflowQueryRejectedError):
                     await asyncio.wait({result})
                     continue
-                if _transient(failure):
+                if _transient(failure) or isinstance(failure, WorkflowQueryFailedError):
+                    # A worker that failed the read (one taking the thread over may
+                    # refuse a state it cannot vouch for, ``workflows.runner``) is
+                    # asked again; the run's result brings its events in any case.
                     self._pace.read(False)
                     fallback_seconds = RETRY_AFTER_SECONDS
                     continue

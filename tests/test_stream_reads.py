@@ -20,6 +20,7 @@ from temporalio.client import (
     OutboundInterceptor,
     QueryWorkflowInput,
     WorkflowHistoryEventAsyncIterator,
+    WorkflowQueryFailedError,
 )
 from temporalio.service import RPCError
 
@@ -38,6 +39,7 @@ from tests.helpers import (
     sse_messages,
 )
 from workflows.models import EventPage
+from workflows.runner import STALE_TIME
 from workflows.sdk import tool
 from workflows.sdk.agent import AgentDefinition
 from workflows.sdk.tools import Approval
@@ -64,6 +66,9 @@ class Reads(Interceptor):
         self.answer = asyncio.Event()
         self.pages: defaultdict[str, list[EventPage]] = defaultdict(list)
         """What each ``events`` query answered."""
+        self.to_refuse = 0
+        """How many of the next ``events`` queries fail before they are sent, as a
+        worker taking a thread over fails one (``workflows.runner``)."""
 
     def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
         return _Counting(next, self)
@@ -81,6 +86,9 @@ class _Counting(OutboundInterceptor):
             if input.id in self._reads.held:
                 self._reads.held_runs.append(input.run_id)
                 await self._reads.answer.wait()
+            if input.query == "events" and self._reads.to_refuse:
+                self._reads.to_refuse -= 1
+                raise WorkflowQueryFailedError(STALE_TIME)
             answer = await self.next.query_workflow(input)
         except RPCError:
             self._reads.failed += 1
@@ -319,6 +327,29 @@ async def test_a_follower_of_an_idle_thread_costs_no_queries_until_the_next_run(
         followed_run = [await anext(messages) for _ in second]
 
     assert followed_run == second
+
+
+async def test_a_read_the_worker_refuses_is_read_again(
+    counted: tuple[ChatServer, Stack, Reads],
+) -> None:
+    """A worker taking a thread over refuses to answer from a state it cannot vouch for
+    (``workflows.runner``); the stream reads the run again rather than failing, and the
+    model's first text, logged while the model holds the rest, reaches the client."""
+    server, stack, reads = counted
+    server.script(Reply(text=["Hel", "lo ", "wor", "ld."], hold_after=1))
+    reads.to_refuse = 1
+    body = run_input(new_thread(), "r1", "hi")
+    async with stack.http.stream("POST", "/agents/llm", json=body) as response:
+        messages = sse_messages(response)
+        events = [(await anext(messages))[1]]
+        while _text(events) != "Hel":
+            events.append((await anext(messages))[1])
+        assert reads.to_refuse == 0
+        server.release()
+        events += [event async for _, event in messages]
+
+    assert _text(events) == "Hello world."
+    assert_valid_stream(events, body["threadId"])
 
 
 async def test_a_page_read_in_flight_leaves_out_the_conversation_the_client_sent(
