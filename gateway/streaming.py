@@ -79,6 +79,7 @@ from workflows.models import (
     ThreadStart,
     ThreadState,
 )
+from workflows.runner import STALE_TIME
 from workflows.sdk.agent import AgentDefinition
 from workflows.thread import ThreadWorkflow
 from workflows.thread_ids import workflow_id_for
@@ -646,9 +647,13 @@ async def follow(
                 yield events
             return
         except WorkflowQueryFailedError as err:
-            # E.g. a worker of an older build, without the query, mid-deploy.
-            log.warning("stopped following %s: %s", thread.id, err)
-            return
+            if str(err) != STALE_TIME:
+                # E.g. a worker of an older build, without the query, mid-deploy.
+                log.warning("stopped following %s: %s", thread.id, err)
+                return
+            # A worker taking the thread over refused a state it cannot vouch for
+            # (``workflows.runner``): read again.
+            page = None
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 return

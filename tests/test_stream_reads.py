@@ -67,8 +67,9 @@ class Reads(Interceptor):
         self.pages: defaultdict[str, list[EventPage]] = defaultdict(list)
         """What each ``events`` query answered."""
         self.to_refuse = 0
-        """How many of the next ``events`` queries fail before they are sent, as a
-        worker taking a thread over fails one (``workflows.runner``)."""
+        """How many of the next reads of a thread's events (``events`` and ``log``
+        queries) fail before they are sent, as a worker taking a thread over fails one
+        (``workflows.runner``)."""
 
     def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
         return _Counting(next, self)
@@ -86,7 +87,7 @@ class _Counting(OutboundInterceptor):
             if input.id in self._reads.held:
                 self._reads.held_runs.append(input.run_id)
                 await self._reads.answer.wait()
-            if input.query == "events" and self._reads.to_refuse:
+            if input.query in ("events", "log") and self._reads.to_refuse:
                 self._reads.to_refuse -= 1
                 raise WorkflowQueryFailedError(STALE_TIME)
             answer = await self.next.query_workflow(input)
@@ -350,6 +351,26 @@ async def test_a_read_the_worker_refuses_is_read_again(
 
     assert _text(events) == "Hello world."
     assert_valid_stream(events, body["threadId"])
+
+
+async def test_a_follower_reads_again_past_a_read_the_worker_refuses(
+    counted: tuple[ChatServer, Stack, Reads],
+) -> None:
+    """A follower's read that a worker taking the thread over refuses is read again,
+    not the end of the follower's stream: it gets the thread's next run whole."""
+    _, stack, reads = counted
+    thread_id = new_thread()
+    first = await post_run_sse(stack.http, "llm", run_input(thread_id, "r1", "hi"))
+    url = f"/threads/{thread_id}/events"
+    async with stack.http.stream("GET", url, params={"after": first[-1][0]}) as response:
+        # The request's own first read is behind it (refused, it would answer 503).
+        reads.to_refuse = 1
+        messages = sse_messages(response)
+        second = await post_run_sse(stack.http, "llm", run_input(thread_id, "r2", "hi", "again"))
+        followed_run = [await anext(messages) for _ in second]
+
+    assert reads.to_refuse == 0
+    assert followed_run == second
 
 
 async def test_a_page_read_in_flight_leaves_out_the_conversation_the_client_sent(
